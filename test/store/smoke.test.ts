@@ -21,7 +21,7 @@ describe("smoke", () => {
     Effect.gen(function* () {
       const path = yield* tempDbPath
       const ctx = yield* Layer.build(layerSqlite({ filename: path }))
-      const store = (yield* Effect.provide(TurnIntentStore, ctx))
+      const store = yield* Effect.provide(TurnIntentStore, ctx)
       yield* TestClock.setTime(1_000_000)
       const intent = yield* store.ensure({
         sourceEventId: "se-1",
@@ -34,9 +34,19 @@ describe("smoke", () => {
         facts
       })
       expect(intent.intentId).toMatch(/^deferred-turn:[0-9a-f]{64}$/)
-      const claimed = yield* store.claimForRun({ runId: "run-1", targetSessionId: "s1", token: "t", leaseMs: 1000 })
+      const claimed = yield* store.claimForRun({
+        runId: "run-1",
+        targetSessionId: "s1",
+        token: "t",
+        leaseMs: 1000
+      })
       expect(Option.isSome(claimed)).toBe(true)
-      const resolved = yield* store.resolve({ intentId: intent.intentId, token: "t", resolution: "fallback", messageId: "m" })
+      const resolved = yield* store.resolve({
+        intentId: intent.intentId,
+        token: "t",
+        resolution: "fallback",
+        messageId: "m"
+      })
       expect(resolved.resolution).toBe("fallback")
     })
   )

@@ -1,0 +1,75 @@
+/**
+ * The event policy as data: for each source event, whether a turn intent is created, whether it
+ * starts fallback-eligible, and whether the active turn is aborted. Pure; no I/O.
+ */
+import type { SourceEvent } from "./source-event.ts"
+import type { Cause } from "./turn-intent.ts"
+
+export type PolicyDecision =
+  | { readonly _tag: "NoIntent"; readonly why: string }
+  | {
+      readonly _tag: "Intent"
+      readonly cause: Cause
+      /** Fallback-eligible from the start (durable state already proves no natural successor). */
+      readonly eligible: boolean
+      /** Abort the active turn after persisting the intent (abort ordering). */
+      readonly abortTurn: boolean
+      /** Refresh the facts of an existing intent (terminal handling). */
+      readonly refreshFacts: boolean
+    }
+
+const causeOfTerminal = { cancelled: "agentCancelled", timed_out: "timedOut", failed: "failed" } as const
+
+export const decide = (event: SourceEvent): PolicyDecision => {
+  switch (event._tag) {
+    case "ActiveTurnInterrupted":
+      // Persist before ctx.abort(); a recovery prompt or a new owner may still resolve it.
+      return {
+        _tag: "Intent",
+        cause: event.provenance.cause,
+        eligible: false,
+        abortTurn: true,
+        refreshFacts: false
+      }
+    case "RunTerminal":
+      if (event.provenance !== null) {
+        // Reuse the abort's intent; durable terminal state now proves no natural successor remains.
+        return {
+          _tag: "Intent",
+          cause: event.provenance.cause,
+          eligible: true,
+          abortTurn: false,
+          refreshFacts: true
+        }
+      }
+      if (event.run.origin === "tool" && event.state !== "cancelled") {
+        // The start tool already told the model "started": it must learn of the failure.
+        return {
+          _tag: "Intent",
+          cause: causeOfTerminal[event.state],
+          eligible: true,
+          abortTurn: false,
+          refreshFacts: true
+        }
+      }
+      return {
+        _tag: "NoIntent",
+        why:
+          event.state === "cancelled"
+            ? "cancelled without an agent-origin abort (direct cancellation)"
+            : "run was started by the user, who sees its terminal state"
+      }
+    case "LaunchFailed":
+      return { _tag: "Intent", cause: "launchFailed", eligible: true, abortTurn: false, refreshFacts: false }
+    case "HandoffEnded":
+      return {
+        _tag: "Intent",
+        cause: event.provenance.cause,
+        eligible: true,
+        abortTurn: false,
+        refreshFacts: true
+      }
+    case "Quiet":
+      return { _tag: "NoIntent", why: `${event.kind} never causes an automatic model turn` }
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * Source events: the workflow transitions the successor-turn core reacts to. The engine (and
+ * the tool/command adapters) publish these as plain data through the `SourceEvents` port;
+ * `event-policy.ts` decides what each one means for turn intents.
+ */
+import type { Cause } from "./turn-intent.ts"
+
+/** Who started a run: the model through the `workflow` tool, or the user through `/workflow`. */
+export type RunOrigin = "tool" | "command"
+
+/** The identity of a run as the successor-turn core needs it. */
+export interface RunRef {
+  readonly runId: string
+  /** Workflow identity used in messages (name, or name@revision). */
+  readonly workflowRef: string
+  readonly workflowName: string
+  /** The Pi session that owns the successor turn. */
+  readonly targetSessionId: string
+  readonly origin: RunOrigin
+}
+
+/**
+ * Abort provenance recorded on the active run before its turn is aborted. Terminal handling
+ * reuses it, so the terminal transition and the abort share one source event and one intent.
+ */
+export interface Provenance {
+  readonly cause: Cause
+  readonly nodeId: string | null
+  readonly attemptId: string | null
+  /** The run's ordinal for this interruption (0, 1, …): distinct interruptions get distinct events. */
+  readonly interruption: number
+}
+
+/** Causes that stop an active workflow turn with `ctx.abort()`. */
+export type ActiveTurnCause = "agentCancelled" | "timedOut" | "controllerInterrupted" | "claimLost"
+
+/** Terminal run states that can strand the model. */
+export type TerminalState = "cancelled" | "timed_out" | "failed"
+
+/** Transitions that never cause an automatic model turn. */
+export type QuietKind = "directCancel" | "pause" | "userHold" | "shutdown"
+
+export type SourceEvent =
+  /** An active workflow agent turn must stop now (agent cancel, step timeout, controller, claim loss). */
+  | {
+      readonly _tag: "ActiveTurnInterrupted"
+      readonly run: RunRef
+      readonly provenance: Provenance & { readonly cause: ActiveTurnCause }
+      readonly reason: string | null
+    }
+  /** The run reached a durable terminal state with no natural successor. */
+  | {
+      readonly _tag: "RunTerminal"
+      readonly run: RunRef
+      readonly state: TerminalState
+      readonly nodeId: string | null
+      readonly attemptId: string | null
+      readonly reason: string | null
+      /** Set when an earlier active-turn abort of this run is what ended it. */
+      readonly provenance: Provenance | null
+      /** The run's interruption ordinal to use when no provenance exists. */
+      readonly interruption: number
+    }
+  /** A queued launch could not be activated; its queue row is durably failed. */
+  | { readonly _tag: "LaunchFailed"; readonly run: RunRef; readonly reason: string }
+  /** Durable handoff evidence: the claim was lost and no other runner can continue. */
+  | {
+      readonly _tag: "HandoffEnded"
+      readonly run: RunRef
+      readonly provenance: Provenance
+      readonly observedState: string
+      readonly reason: string | null
+    }
+  /** Direct `/workflow cancel`, pause, user Escape / hold, session shutdown. */
+  | { readonly _tag: "Quiet"; readonly run: RunRef | null; readonly kind: QuietKind }

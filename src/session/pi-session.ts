@@ -1,0 +1,62 @@
+/**
+ * PiSession: the port to one live Pi session. The Pi adapter builds it from `ExtensionAPI` and
+ * `ctx`; tests and downstream programs use the scriptable fake in `pi-session-fake.ts`.
+ * The port holds no policy: it reports state and performs the few actions Pi offers.
+ */
+import { Context, type Effect, Schema } from "effect"
+
+/** A custom message as Pi stores it (`pi.sendMessage`). `content` reaches the model. */
+export interface CustomMessage {
+  readonly customType: string
+  readonly content: string
+  readonly display: boolean
+  readonly details: Readonly<Record<string, unknown>>
+}
+
+export interface DeliveryOptions {
+  readonly deliverAs: "steer" | "followUp" | "nextTurn"
+  readonly triggerTurn: boolean
+}
+
+/** A custom message found in the current branch of the session. */
+export interface BranchMessage {
+  readonly entryId: string
+  readonly customType: string
+  /** Stored details, unknown until decoded. */
+  readonly details: unknown
+}
+
+export interface Lifecycle {
+  /** `session_shutdown` was seen: no new turns may start. */
+  readonly shuttingDown: boolean
+  /** The user interrupted a workflow (Escape) and it is held until explicit resume. */
+  readonly userHold: boolean
+}
+
+/** Pi refused or failed to take the message; nothing was delivered. */
+export class SendFailed extends Schema.TaggedError<SendFailed>()("SendFailed", {
+  message: Schema.String,
+  cause: Schema.optional(Schema.Defect)
+}) {}
+
+export interface PiSessionService {
+  /** The current session ID (it changes when the user starts a new session). */
+  readonly sessionId: Effect.Effect<string>
+  /** True when no agent turn is running or aborting. */
+  readonly isIdle: Effect.Effect<boolean>
+  /**
+   * Completes when the session is verified idle: at once if it is idle now, otherwise at the
+   * next `agent_settled`. An aborting turn is not idle until it settles.
+   */
+  readonly awaitIdle: Effect.Effect<void>
+  readonly send: (message: CustomMessage, options: DeliveryOptions) => Effect.Effect<void, SendFailed>
+  /** Custom messages on the current branch, oldest first. */
+  readonly branch: Effect.Effect<ReadonlyArray<BranchMessage>>
+  /** Abort the active turn (`ctx.abort()`); a no-op when idle. */
+  readonly abort: Effect.Effect<void>
+  readonly lifecycle: Effect.Effect<Lifecycle>
+  /** Tell the user something outside the model's context (warnings, errors). */
+  readonly notify: (text: string, level: "info" | "warning" | "error") => Effect.Effect<void>
+}
+
+export class PiSession extends Context.Tag("pi-workflow-turns/PiSession")<PiSession, PiSessionService>() {}
