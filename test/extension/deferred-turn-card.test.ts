@@ -1,0 +1,66 @@
+import { describe, expect, it } from "vitest"
+import { cardLines } from "../../src/extension/deferred-turn-card.ts"
+import { sanitizeBlock, sanitizeLine } from "../../src/extension/sanitize.ts"
+
+const content = "Workflow run r-1 ended: failed.\nFacts JSON {…}\nInspect durable state with workflow status."
+const details = {
+  schema: "pi-workflows.deferred-turn-message.v1",
+  turnIntentId: "deferred-turn:abc",
+  runId: "r-1",
+  cause: "failed",
+  workflowName: "autoimplement",
+  observedState: "failed"
+}
+
+describe("deferred-turn card", () => {
+  it("collapsed shows workflow, state and run, not the model content", () => {
+    const text = cardLines({ content, details }, false)
+      .map((l) => l.text)
+      .join("\n")
+    expect(text).toContain("autoimplement")
+    expect(text).toContain("failed")
+    expect(text).toContain("run r-1")
+    expect(text).not.toContain("Facts JSON")
+    expect(text).not.toContain("Inspect durable state")
+  })
+
+  it("expanded shows the complete content", () => {
+    const text = cardLines({ content, details }, true)
+      .map((l) => l.text)
+      .join("\n")
+    for (const line of content.split("\n")) expect(text).toContain(line)
+  })
+
+  it("renders restart fields when present", () => {
+    const lines = cardLines({ content, details: { ...details, restartCount: 1, restartLimit: 3 } }, false)
+    expect(lines.map((l) => l.text).join(" ")).toContain("restarts 1/3")
+  })
+
+  it.each([undefined, null, 42, "x", { runId: 7 }, []])("survives malformed details %j", (bad) => {
+    const lines = cardLines({ content, details: bad }, true)
+    expect(lines[0]?.text).toContain("Workflow turn")
+  })
+
+  it("strips terminal escapes and bounds long fields", () => {
+    const hostile = { ...details, workflowName: `\u001b[31mred\u001b[0m\u0007${"w".repeat(500)}` }
+    const first = cardLines({ content, details: hostile }, false)[0]?.text ?? ""
+    expect(first.includes("\u001b") || first.includes("\u0007")).toBe(false)
+    expect(first.length).toBeLessThan(140)
+  })
+
+  it("reads array content parts", () => {
+    const text = cardLines(
+      { content: [{ type: "text", text: "part one" }, { type: "image" }], details },
+      true
+    )
+    expect(text.map((l) => l.text)).toContain("part one")
+  })
+})
+
+describe("sanitize", () => {
+  it("keeps newlines in blocks and removes OSC sequences", () => {
+    expect(sanitizeBlock("a\n\u001b]0;title\u0007b")).toBe("a\nb")
+    expect(sanitizeLine("  a \n b  ")).toBe("a b")
+    expect(sanitizeLine(null)).toBe("")
+  })
+})
