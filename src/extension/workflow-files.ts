@@ -51,7 +51,11 @@ export const loadWorkflowFile = async (file: string): Promise<LoadedFile> => {
     const value =
       typeof module === "object" && module !== null && "default" in module ? module.default : undefined
     if (value === undefined) {
-      return { _tag: "LoadError", file, message: `${file} has no default export (export a workflow definition)` }
+      return {
+        _tag: "LoadError",
+        file,
+        message: `${file} has no default export (export a workflow definition)`
+      }
     }
     return { _tag: "Loaded", file, value, sourceHash }
   } catch (error) {

@@ -1,0 +1,59 @@
+/**
+ * The `workflow` tool's input: one object with an `action` field. The typebox schema is what Pi
+ * shows the model; `decodeToolInput` is the authoritative check (typebox validation in Pi is
+ * best-effort), returning a clear message for anything malformed.
+ */
+import { StringEnum } from "@earendil-works/pi-ai"
+import { Either, ParseResult, Schema } from "effect"
+import { Type } from "typebox"
+
+export const TOOL_ACTIONS = ["list", "start", "status", "cancel", "submit"] as const
+
+export const toolParameters = Type.Object({
+  action: StringEnum(TOOL_ACTIONS, { description: "What to do" }),
+  workflow: Type.Optional(Type.String({ description: "start: the workflow name (see action list)" })),
+  input: Type.Optional(Type.Unknown({ description: "start: the workflow input (JSON)" })),
+  runId: Type.Optional(
+    Type.String({ description: "status/cancel: the run (defaults to this session's active run)" })
+  ),
+  requestId: Type.Optional(
+    Type.String({ description: "submit: the requestId from the workflow step message" })
+  ),
+  output: Type.Optional(Type.Unknown({ description: "submit: the step's output (JSON)" }))
+})
+
+const Id = Schema.String.pipe(
+  Schema.minLength(1, { message: () => "must be a non-empty string" }),
+  Schema.maxLength(512, { message: () => "must be at most 512 characters" })
+)
+
+export const ToolInput = Schema.Union(
+  Schema.TaggedStruct("list", {}),
+  Schema.TaggedStruct("start", { workflow: Id, input: Schema.optional(Schema.Unknown) }),
+  Schema.TaggedStruct("status", { runId: Schema.optional(Id) }),
+  Schema.TaggedStruct("cancel", { runId: Schema.optional(Id) }),
+  Schema.TaggedStruct("submit", { requestId: Id, output: Schema.Unknown })
+)
+export type ToolInput = typeof ToolInput.Type
+
+const decode = Schema.decodeUnknownEither(ToolInput, { onExcessProperty: "error", errors: "all" })
+
+/** Decode raw tool parameters; `Left` carries a message fit to show the model as a tool error. */
+export const decodeToolInput = (params: unknown): Either.Either<ToolInput, string> => {
+  if (typeof params !== "object" || params === null || !("action" in params)) {
+    return Either.left(`workflow: "action" is required (one of ${TOOL_ACTIONS.join(", ")})`)
+  }
+  const { action, ...rest } = params
+  if (typeof action !== "string" || !(TOOL_ACTIONS as ReadonlyArray<string>).includes(action)) {
+    return Either.left(
+      `workflow: unknown action ${JSON.stringify(action)} (one of ${TOOL_ACTIONS.join(", ")})`
+    )
+  }
+  if (action === "submit" && !("output" in rest)) {
+    return Either.left(`workflow submit: "output" is required`)
+  }
+  return Either.mapLeft(
+    decode({ _tag: action, ...rest }),
+    (error) => `workflow ${action}: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
+  )
+}
