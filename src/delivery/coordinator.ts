@@ -2,9 +2,10 @@
  * Coordinator: the only path through which workflow prompts, result presentations and
  * fallbacks reach the Pi session. Natural messages resolve a pending intent of their run when
  * one exists; fallback sync resolves eligible intents that no natural message will.
+ * The live implementation is `layer` in `coordinator-live.ts` (see docs/delivery.md).
  */
 import { Context, type Effect } from "effect"
-import type { StoreFailure } from "../domain/errors.ts"
+import type { InvalidInput, StoreFailure } from "../domain/errors.ts"
 import type { CustomMessage, DeliveryOptions, SendFailed } from "../session/pi-session.ts"
 
 export type NaturalKind = "workflowPrompt" | "presentation"
@@ -19,24 +20,38 @@ export interface NaturalMessage {
 export interface NaturalReceipt {
   /** The intent this message resolved, or null when none was pending (or another path won). */
   readonly turnIntentId: string | null
-  /** False when an identical message was already in the branch (repair, no second send). */
+  /** False when this same message was already in the branch (repair, no second send). */
   readonly sent: boolean
+  /**
+   * Set when delivery worked but the successor-turn bookkeeping degraded: the store could not
+   * be read (message sent unchanged), the resolution could not be stored (branch repair will
+   * record it), or another claimant held the intent past the wait bound.
+   */
+  readonly note: string | null
 }
 
 export type SyncTrigger = "settled" | "sessionStart" | "periodic"
 
 export interface SyncReport {
+  /** Intents resolved by a fallback sent in this pass (at most one per pass). */
   readonly delivered: ReadonlyArray<string>
+  /** Intents resolved from a message already in the branch, without sending. */
   readonly repaired: ReadonlyArray<string>
-  /** Why the pass sent nothing (shutdown, user hold, busy, pending abort), if it skipped. */
+  /** Intents whose fallback send failed; their claim was released for a later pass. */
+  readonly failed: ReadonlyArray<string>
+  /** Why the pass sent nothing (shuttingDown, userHold, busy, abortInFlight), if it skipped. */
   readonly skipped: string | null
 }
 
 export interface CoordinatorService {
-  readonly deliverNatural: (
-    message: NaturalMessage
-  ) => Effect.Effect<NaturalReceipt, SendFailed | StoreFailure>
-  readonly syncFallbacks: (trigger: SyncTrigger) => Effect.Effect<SyncReport, StoreFailure>
+  /** Send a workflow prompt or result presentation; it is never silently dropped. */
+  readonly deliverNatural: (message: NaturalMessage) => Effect.Effect<NaturalReceipt, SendFailed | InvalidInput>
+  /** One fallback synchronization pass for the current session. */
+  readonly syncFallbacks: (trigger: SyncTrigger) => Effect.Effect<SyncReport, StoreFailure | InvalidInput>
+  /** For the adapter's `agent_settled` handler: clear abort bookkeeping, then sync. */
+  readonly onSettled: Effect.Effect<SyncReport, StoreFailure | InvalidInput>
+  /** For the adapter's `session_start` handler. */
+  readonly onSessionStart: Effect.Effect<SyncReport, StoreFailure | InvalidInput>
 }
 
 export class Coordinator extends Context.Tag("pi-workflow-turns/Coordinator")<

@@ -18,15 +18,15 @@ const FactsFields = Schema.Struct({
   cause: Schema.String,
   nodeId: Schema.NullOr(Schema.String),
   attemptId: Schema.NullOr(Schema.String),
-  reason: Schema.NullOr(
-    Schema.String.pipe(
-      Schema.maxLength(MAX_REASON_LENGTH, {
-        message: () => `reason must be at most ${MAX_REASON_LENGTH} characters`
-      })
-    )
-  ),
+  // One message for the whole union, so a rejected reason is never echoed back in the error.
+  reason: Schema.NullOr(Schema.String.pipe(Schema.maxLength(MAX_REASON_LENGTH))).annotations({
+    message: () => ({
+      message: `reason must be null or a string of at most ${MAX_REASON_LENGTH} characters`,
+      override: true
+    })
+  }),
   handoff: Schema.Boolean
-})
+}).annotations({ identifier: "FallbackFacts" })
 
 const byteLength = (value: unknown): number => Buffer.byteLength(JSON.stringify(value), "utf8")
 
@@ -40,11 +40,17 @@ export type FallbackFacts = typeof FallbackFacts.Type
 const strict = { onExcessProperty: "error", errors: "all" } as const
 const decodeUnknown = Schema.decodeUnknown(FallbackFacts, strict)
 
+/** One line per failed rule, each prefixed with the field it concerns. */
+const describeIssues = (error: ParseResult.ParseError): string =>
+  ParseResult.ArrayFormatter.formatErrorSync(error)
+    .map((issue) => (issue.path.length === 0 ? issue.message : `${issue.path.join(".")}: ${issue.message}`))
+    .join("; ")
+
 /** Validate facts from any source; the error lists every rule that failed. */
 export const validateFacts = (input: unknown): Effect.Effect<FallbackFacts, InvalidFacts> =>
   decodeUnknown(input).pipe(
     Effect.mapError(
-      (error) => new InvalidFacts({ message: ParseResult.TreeFormatter.formatErrorSync(error) })
+      (error) => new InvalidFacts({ message: `invalid ${FACTS_SCHEMA} facts: ${describeIssues(error)}` })
     )
   )
 
@@ -54,5 +60,12 @@ export const encodeFactsJson = (facts: FallbackFacts): string => JSON.stringify(
 export const decodeFactsJson = Schema.decodeUnknown(FallbackFactsJson, strict)
 
 /** Clip free text to the reason bound, keeping the start (where diagnostics usually are). */
-export const boundReason = (text: string): string =>
-  text.length <= MAX_REASON_LENGTH ? text : `${text.slice(0, MAX_REASON_LENGTH - 14)} …[truncated]`
+export const boundReason = (text: string): string => {
+  if (text.length <= MAX_REASON_LENGTH) return text
+  const marker = " …[truncated]"
+  let end = MAX_REASON_LENGTH - marker.length
+  // Do not cut a surrogate pair in half: a lone surrogate would garble the rendered reason.
+  const last = text.charCodeAt(end - 1)
+  if (last >= 0xd800 && last <= 0xdbff) end -= 1
+  return `${text.slice(0, end)}${marker}`
+}

@@ -22,6 +22,8 @@ export interface DeliveryOptions {
 export interface BranchMessage {
   readonly entryId: string
   readonly customType: string
+  /** Stored content as Pi keeps it (a string for messages this package sends). */
+  readonly content: unknown
   /** Stored details, unknown until decoded. */
   readonly details: unknown
 }
@@ -52,7 +54,10 @@ export interface PiSessionService {
   readonly send: (message: CustomMessage, options: DeliveryOptions) => Effect.Effect<void, SendFailed>
   /** Custom messages on the current branch, oldest first. */
   readonly branch: Effect.Effect<ReadonlyArray<BranchMessage>>
-  /** Abort the active turn (`ctx.abort()`); a no-op when idle. */
+  /**
+   * Abort the active turn (`ctx.abort()`); a no-op when idle. The session stays not idle until
+   * the aborted turn settles.
+   */
   readonly abort: Effect.Effect<void>
   readonly lifecycle: Effect.Effect<Lifecycle>
   /** Tell the user something outside the model's context (warnings, errors). */

@@ -43,7 +43,8 @@ const Row = Schema.Struct({
   delivery_claim_token: Schema.NullOr(Schema.String),
   delivery_claim_expires_at: Schema.NullOr(Schema.Number)
 })
-const decodeRows = Schema.decodeUnknown(Schema.Array(Row))
+// Strict like every other facts decode: a stored row with unknown fields is a store fault, not data.
+const decodeRows = Schema.decodeUnknown(Schema.Array(Row), { onExcessProperty: "error" })
 
 const toIntent = (row: typeof Row.Type): TurnIntent => ({
   intentId: row.intent_id,
@@ -81,6 +82,22 @@ const checkClaim = (claim: Claim) =>
 
 const iso = (millis: number) => new Date(millis).toISOString()
 
+/** SQLite compares TEXT with BINARY collation; sort results the same way, not by locale. */
+const ordinal = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+
+// Callers are typed, but the value crosses into a CHECK constraint: reject it as input first.
+const checkCause = (cause: unknown) =>
+  Schema.decodeUnknown(Cause)(cause).pipe(
+    Effect.mapError(
+      () =>
+        new InvalidInput({
+          field: "cause",
+          message:
+            "cause must be agentCancelled, timedOut, failed, launchFailed, controllerInterrupted or claimLost"
+        })
+    )
+  )
+
 export const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   yield* Database
@@ -115,6 +132,7 @@ export const make = Effect.gen(function* () {
     Effect.gen(function* () {
       const facts = yield* validateFacts(input.facts)
       yield* checkId("workflowRef", input.workflowRef)
+      yield* checkCause(input.cause)
       const id = yield* deriveIntentId(input)
       const now = yield* Clock.currentTimeMillis
       const requestedAt = iso(now)
@@ -192,10 +210,8 @@ export const make = Effect.gen(function* () {
           RETURNING *`
       )
       // RETURNING order is unspecified; callers rely on eligibility order.
-      return [...claimed].sort((a, b) =>
-        a.eligibleAt === b.eligibleAt
-          ? a.intentId.localeCompare(b.intentId)
-          : (a.eligibleAt ?? "").localeCompare(b.eligibleAt ?? "")
+      return [...claimed].sort(
+        (a, b) => ordinal(a.eligibleAt ?? "", b.eligibleAt ?? "") || ordinal(a.intentId, b.intentId)
       )
     })
 

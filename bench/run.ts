@@ -1,0 +1,113 @@
+/**
+ * `npm run bench`: runs every section in order, prints one markdown report and (unless
+ * `--no-write`, `--quick` or `--only`) stores it as docs/bench.md. Flags: `--quick` (small smoke
+ * run), `--only=store,scaling` (a subset), `--full` (adds synchronous=FULL store timings),
+ * `--no-write`. Exit code 1 when a hard check fails.
+ */
+import { execFileSync } from "node:child_process"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { cpus, freemem, release, tmpdir, totalmem } from "node:os"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+import Sqlite from "better-sqlite3"
+import { breakdownSection } from "./breakdown.ts"
+import { memorySection } from "./memory.ts"
+import { scalingSection } from "./scaling.ts"
+import { type BenchContext, type BenchSection, type Check, mark } from "./section.ts"
+import { storeSection } from "./store.ts"
+
+/** Later sections (abort path, Pi delivery latency, extension start-up) register here. */
+const SECTIONS: ReadonlyArray<BenchSection> = [storeSection, breakdownSection, scalingSection, memorySection]
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..")
+const args = process.argv.slice(2)
+const quick = args.includes("--quick")
+const only = args.find((a) => a.startsWith("--only="))?.slice("--only=".length).split(",")
+// docs/bench.md always holds a complete, full-size run.
+const write = !quick && only === undefined && !args.includes("--no-write")
+
+const packageVersion = (name: string): string => {
+  try {
+    const text = readFileSync(join(root, "node_modules", name, "package.json"), "utf8")
+    const parsed: unknown = JSON.parse(text)
+    return typeof parsed === "object" && parsed !== null && "version" in parsed ? String(parsed.version) : "?"
+  } catch {
+    return "?"
+  }
+}
+
+const fileSystemOf = (dir: string): string => {
+  try {
+    const lines = execFileSync("df", ["-T", dir], { encoding: "utf8" }).trim().split("\n")
+    return lines.at(-1)?.split(/\s+/)[1] ?? "?"
+  } catch {
+    return "?"
+  }
+}
+
+const machineFacts = (tempRoot: string): string => {
+  const db = new Sqlite(":memory:")
+  const sqliteVersion = String(db.prepare("SELECT sqlite_version() AS v").pluck().get())
+  db.close()
+  const cpu = cpus()
+  const gib = (bytes: number) => (bytes / 1024 ** 3).toFixed(1)
+  return [
+    `- Node ${process.version} (${process.platform}/${process.arch}), Linux ${release()}`,
+    `- CPU: ${cpu[0]?.model.trim() ?? "?"}, ${cpu.length} cores; memory ${gib(totalmem())} GiB (${gib(freemem())} GiB free at start)`,
+    `- Temp databases on ${fileSystemOf(tempRoot)} (${tmpdir()})`,
+    `- SQLite ${sqliteVersion} via better-sqlite3 ${packageVersion("better-sqlite3")}; effect ${packageVersion("effect")}, ` +
+      `@effect/sql ${packageVersion("@effect/sql")}, @effect/sql-sqlite-node ${packageVersion("@effect/sql-sqlite-node")}`
+  ].join("\n")
+}
+
+const checkList = (checks: ReadonlyArray<Check>) => checks.map((c) => `- ${mark(c.ok)} ${c.name}: ${c.detail}`).join("\n")
+
+const main = async () => {
+  const tempRoot = mkdtempSync(join(tmpdir(), "pwt-bench-"))
+  const options = new Set(args.filter((a) => a.startsWith("--") && !a.includes("=")).map((a) => a.slice(2)))
+  const context: BenchContext = { tempRoot, quick, options, log: (line) => process.stderr.write(`${line}\n`) }
+  const started = Date.now()
+  const parts: Array<string> = []
+  const checks: Array<Check> = []
+  const goals: Array<Check> = []
+  try {
+    const facts = machineFacts(tempRoot)
+    for (const section of SECTIONS) {
+      if (only !== undefined && !only.includes(section.id)) continue
+      context.log(`== ${section.title}`)
+      const report = await section.run(context)
+      parts.push(`## ${section.title}\n\n${report.markdown}`)
+      checks.push(...report.checks)
+      goals.push(...report.goals)
+    }
+    const seconds = ((Date.now() - started) / 1000).toFixed(0)
+    const document = [
+      "# Benchmarks",
+      "",
+      `Latest \`npm run bench\` results (${new Date(started).toISOString()}, ${seconds} s${quick ? ", --quick" : ""}). ` +
+        "Ratios compare our layer with a raw better-sqlite3 baseline measured in the same run; " +
+        "absolute numbers only mean something on the machine below.",
+      "",
+      facts,
+      "",
+      ...parts.flatMap((p) => [p, ""]),
+      "## Summary",
+      "",
+      "Goals:",
+      "",
+      checkList(goals),
+      "",
+      "Checks:",
+      "",
+      checkList(checks),
+      ""
+    ].join("\n")
+    process.stdout.write(document)
+    if (write) writeFileSync(join(root, "docs", "bench.md"), document)
+    if (checks.some((c) => !c.ok)) process.exitCode = 1
+  } finally {
+    rmSync(tempRoot, { recursive: true, force: true })
+  }
+}
+
+await main()

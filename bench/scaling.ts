@@ -1,0 +1,293 @@
+/**
+ * Claim cost vs. resolved history. For 10², 10⁴ and 10⁵ resolved intents (spread over the very
+ * sessions and runs being claimed) plus 10³ pending eligible intents of other sessions, time the
+ * sync pass with nothing to claim, a fallback claim and a natural claim, raw and through the layer.
+ * Re-claims by the same claimant are idempotent, so a fixed target set serves every round.
+ * Also prints EXPLAIN QUERY PLAN for the claim statements and checks they use the partial indexes.
+ */
+import { createHash } from "node:crypto"
+import { join } from "node:path"
+import type Sqlite from "better-sqlite3"
+import { Effect } from "effect"
+import type { TurnIntentStoreService } from "../src/store/turn-intent-store.ts"
+import { factsFor, LEASE_MS, nowUs, openLayerStore } from "./fixtures.ts"
+import { type BenchSection, type Check, mark } from "./section.ts"
+import { openRaw, RawStore, SQL } from "./sql.ts"
+import { combineRounds, ratio, type Summary, summarize, table, us } from "./stats.ts"
+
+const TARGETS = 100
+const OTHER_PENDING = 1_000
+const GROWTH_LIMIT = 1.5
+
+type ScaleOp = "syncPass" | "claimEligibleForSession" | "claimForRun"
+const SCALE_OPS: ReadonlyArray<ScaleOp> = ["syncPass", "claimEligibleForSession", "claimForRun"]
+const LABEL: Record<ScaleOp, string> = {
+  syncPass: "sync pass, nothing eligible (`claimEligibleForSession` → [])",
+  claimEligibleForSession: "`claimEligibleForSession` (1 eligible)",
+  claimForRun: "`claimForRun` (1 pending)"
+}
+/** Expected row count per call, so a broken setup cannot time no-ops. */
+const EXPECTED: Record<ScaleOp, number> = { syncPass: 0, claimEligibleForSession: 1, claimForRun: 1 }
+
+const idFor = (tag: string) => `deferred-turn:${createHash("sha256").update(tag).digest("hex")}`
+
+/** The keys of the k-th target of each kind. */
+const target = {
+  idle: (k: number) => ({ session: `idle-session-${k}`, run: `idle-run-${k}` }),
+  eligible: (k: number) => ({ session: `eligible-session-${k}`, run: `eligible-run-${k}` }),
+  claim: (k: number) => ({ session: `claim-session-${k}`, run: `claim-run-${k}` })
+}
+
+const populate = (db: Sqlite.Database, resolvedHistory: number) => {
+  const insert = db.prepare(`INSERT INTO workflow_turn_intents (intent_id, source_event_id, run_id, workflow_ref,
+    target_session_id, cause, node_id, attempt_id, fallback_facts_json, requested_at, eligible_at, resolved_at,
+    resolution, resolution_message_id) VALUES (?, ?, ?, 'review-and-fix@1', ?, 'agentCancelled', 'node-1',
+    'node-1-attempt-1', ?, ?, ?, ?, ?, ?)`)
+  const at = (offsetMs: number) => new Date(Date.UTC(2026, 0, 1) + offsetMs).toISOString()
+  const row = (tag: string, run: string, session: string, when: number, eligible: boolean, resolved: boolean) =>
+    insert.run(
+      idFor(tag),
+      `source-${tag}`,
+      run,
+      session,
+      JSON.stringify(factsFor(run, "node-1")),
+      at(when),
+      eligible ? at(when + 1) : null,
+      resolved ? at(when + 2) : null,
+      resolved ? "fallback" : null,
+      resolved ? `message-${tag}` : null
+    )
+  const kinds = [target.idle, target.eligible, target.claim]
+  db.transaction(() => {
+    for (let h = 0; h < resolvedHistory; h++) {
+      const keys = (kinds[h % 3] ?? target.idle)(Math.floor(h / 3) % TARGETS)
+      row(`history-${h}`, keys.run, keys.session, h, true, true)
+    }
+    for (let j = 0; j < OTHER_PENDING; j++) {
+      row(`other-${j}`, `other-run-${j}`, `other-session-${j % 100}`, resolvedHistory + j, true, false)
+    }
+    for (let k = 0; k < TARGETS; k++) {
+      const e = target.eligible(k)
+      row(`eligible-${k}`, e.run, e.session, resolvedHistory + OTHER_PENDING + k, true, false)
+      const c = target.claim(k)
+      row(`claim-${k}`, c.run, c.session, resolvedHistory + OTHER_PENDING + k, false, false)
+    }
+  }).immediate()
+  db.pragma("wal_checkpoint(TRUNCATE)")
+}
+
+const token = (k: number) => `scaling-token-${k}`
+
+const rawCall = (store: RawStore, op: ScaleOp, k: number): number => {
+  switch (op) {
+    case "syncPass":
+      return store.claimEligibleForSession(target.idle(k).session, token(k), LEASE_MS, 10).length
+    case "claimEligibleForSession":
+      return store.claimEligibleForSession(target.eligible(k).session, token(k), LEASE_MS, 10).length
+    case "claimForRun":
+      return store.claimForRun(target.claim(k).run, target.claim(k).session, token(k), LEASE_MS).length
+  }
+}
+
+const layerCall = (store: TurnIntentStoreService, op: ScaleOp, k: number) => {
+  switch (op) {
+    case "syncPass":
+      return Effect.map(
+        store.claimEligibleForSession({ targetSessionId: target.idle(k).session, token: token(k), leaseMs: LEASE_MS, limit: 10 }),
+        (rows) => rows.length
+      )
+    case "claimEligibleForSession":
+      return Effect.map(
+        store.claimEligibleForSession({ targetSessionId: target.eligible(k).session, token: token(k), leaseMs: LEASE_MS, limit: 10 }),
+        (rows) => rows.length
+      )
+    case "claimForRun":
+      return Effect.map(
+        store.claimForRun({ runId: target.claim(k).run, targetSessionId: target.claim(k).session, token: token(k), leaseMs: LEASE_MS }),
+        (claimed) => (claimed._tag === "Some" ? 1 : 0)
+      )
+  }
+}
+
+const check = (op: ScaleOp, count: number) => {
+  if (count !== EXPECTED[op]) throw new Error(`scaling ${op}: expected ${EXPECTED[op]} rows, got ${count}`)
+}
+
+/** Query plan as an indented tree of `detail` lines. */
+export const queryPlan = (db: Sqlite.Database, sql: string, params: ReadonlyArray<unknown>): ReadonlyArray<string> => {
+  const rows = db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as ReadonlyArray<{
+    id: number
+    parent: number
+    detail: string
+  }>
+  const depth = new Map<number, number>([[0, -1]])
+  return rows.map((row) => {
+    const d = (depth.get(row.parent) ?? -1) + 1
+    depth.set(row.id, d)
+    return `${"  ".repeat(d)}${row.detail}`
+  })
+}
+
+const planCheck = (name: string, plan: ReadonlyArray<string>, index: string): Check => {
+  const text = plan.map((line) => line.trim())
+  const usesIndex = text.some((line) => line.includes(`INDEX ${index}`))
+  const fullScan = text.find((line) => /^SCAN workflow_turn_intents(?! USING)/.test(line))
+  const tempSort = text.find((line) => line.startsWith("USE TEMP B-TREE"))
+  const ok = usesIndex && fullScan === undefined && tempSort === undefined
+  return {
+    name: `query plan: ${name} uses ${index}`,
+    ok,
+    detail: ok
+      ? "partial index, no table scan, no sort"
+      : `uses index: ${usesIndex}; scan: ${fullScan ?? "none"}; sort: ${tempSort ?? "none"}`
+  }
+}
+
+type Measured = Record<ScaleOp, { readonly raw: Summary; readonly layer: Summary }>
+
+const measure = async (filename: string, ops: number, warmup: number, rounds: number): Promise<Measured> => {
+  const raw = new RawStore(openRaw(filename))
+  const rawRounds: Record<ScaleOp, Array<Summary>> = { syncPass: [], claimEligibleForSession: [], claimForRun: [] }
+  const layerRounds: Record<ScaleOp, Array<Summary>> = { syncPass: [], claimEligibleForSession: [], claimForRun: [] }
+  const timeRaw = (op: ScaleOp) => {
+    for (let i = 0; i < warmup; i++) check(op, rawCall(raw, op, i % TARGETS))
+    const samples = new Float64Array(ops)
+    for (let i = 0; i < ops; i++) {
+      const start = nowUs()
+      const count = rawCall(raw, op, i % TARGETS)
+      samples[i] = nowUs() - start
+      check(op, count)
+    }
+    rawRounds[op].push(summarize(samples))
+  }
+  try {
+    await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const store = yield* openLayerStore(filename)
+          const timeLayer = (op: ScaleOp) =>
+            Effect.gen(function* () {
+              for (let i = 0; i < warmup; i++) check(op, yield* layerCall(store, op, i % TARGETS))
+              const samples = new Float64Array(ops)
+              for (let i = 0; i < ops; i++) {
+                const start = nowUs()
+                const count = yield* layerCall(store, op, i % TARGETS)
+                samples[i] = nowUs() - start
+                check(op, count)
+              }
+              layerRounds[op].push(summarize(samples))
+            })
+          for (let round = 0; round < rounds; round++) {
+            for (const op of SCALE_OPS) {
+              if (round % 2 === 0) {
+                timeRaw(op)
+                yield* timeLayer(op)
+              } else {
+                yield* timeLayer(op)
+                timeRaw(op)
+              }
+            }
+          }
+        })
+      )
+    )
+  } finally {
+    raw.close()
+  }
+  return Object.fromEntries(
+    SCALE_OPS.map((op) => [op, { raw: combineRounds(rawRounds[op]), layer: combineRounds(layerRounds[op]) }])
+  ) as Measured
+}
+
+const power = (n: number) => {
+  const exponent = Math.round(Math.log10(n))
+  return 10 ** exponent === n ? `10${String(exponent).replace(/\d/g, (d) => "⁰¹²³⁴⁵⁶⁷⁸⁹"[Number(d)] ?? d)}` : String(n)
+}
+
+export const scalingSection: BenchSection = {
+  id: "scaling",
+  title: "Scaling with resolved history",
+  run: async (context) => {
+    const sizes = context.quick ? [100, 10_000] : [100, 10_000, 100_000]
+    const ops = context.quick ? 300 : 2_000
+    const warmup = context.quick ? 50 : 300
+    const results: Array<{ readonly size: number; readonly measured: Measured }> = []
+    let plans: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = []
+    const checks: Array<Check> = []
+    for (const size of sizes) {
+      const filename = join(context.tempRoot, `scaling-${size}.db`)
+      const db = openRaw(filename)
+      const started = Date.now()
+      populate(db, size)
+      if (size === sizes[sizes.length - 1]) {
+        const now = Date.now()
+        const forRun = queryPlan(db, SQL.claimForRun, ["t", now + 1, "claim-run-0", "claim-session-0", now, "t"])
+        const forSession = queryPlan(db, SQL.claimEligibleForSession, ["t", now + 1, "idle-session-0", now, "t", 10])
+        const list = queryPlan(db, SQL.list, ["claim-session-0", "claim-run-0", 10])
+        plans = [
+          ["claimForRun", forRun],
+          ["claimEligibleForSession (also the sync pass)", forSession],
+          ["list (session + run, pending)", list]
+        ]
+        checks.push(
+          planCheck("claimForRun", forRun, "workflow_turn_intents_pending_by_run"),
+          planCheck("claimEligibleForSession", forSession, "workflow_turn_intents_eligible_by_session"),
+          planCheck("list pending for run + session", list, "workflow_turn_intents_pending_by_run")
+        )
+      }
+      db.close()
+      context.log(`  scaling ${size}: populated in ${Date.now() - started} ms`)
+      results.push({ size, measured: await measure(filename, ops, warmup, 3) })
+      context.log(`  scaling ${size}: measured`)
+    }
+
+    const rows = SCALE_OPS.flatMap((op) =>
+      results.map(({ size, measured }) => {
+        const m = measured[op]
+        return [
+          LABEL[op],
+          power(size),
+          `${us(m.raw.median)} / ${us(m.raw.p99)}`,
+          `${us(m.layer.median)} / ${us(m.layer.p99)}`,
+          ratio(m.layer.median / m.raw.median),
+          op === "claimEligibleForSession" && size === 100_000 ? "reference 22,547 · floor ~117" : ""
+        ]
+      })
+    )
+    const first = results[0]
+    const last = results[results.length - 1]
+    const goals: Array<Check> = []
+    const growthRows =
+      first === undefined || last === undefined
+        ? []
+        : SCALE_OPS.map((op) => {
+            const layerGrowth = last.measured[op].layer.median / first.measured[op].layer.median
+            const rawGrowth = last.measured[op].raw.median / first.measured[op].raw.median
+            const ok = layerGrowth <= GROWTH_LIMIT
+            goals.push({
+              name: `${op}: cost flat from ${power(first.size)} to ${power(last.size)} resolved`,
+              ok,
+              detail: `layer ${ratio(layerGrowth)}, raw ${ratio(rawGrowth)} (limit ${GROWTH_LIMIT}×)`
+            })
+            return [LABEL[op], ratio(rawGrowth), ratio(layerGrowth), mark(ok)]
+          })
+    const markdown = [
+      `Resolved intents in history (spread over the sessions and runs being claimed) plus ${OTHER_PENDING.toLocaleString("en")} ` +
+        `pending eligible intents of 100 other sessions and ${2 * TARGETS} pending targets; ${ops.toLocaleString("en")} timed ` +
+        `calls per cell after ${warmup} untimed, rotating over ${TARGETS} targets, median of 3 rounds, µs (median / p99). ` +
+        "Claims are re-claims by the same claimant, which the store allows and which leave the state unchanged.",
+      "",
+      table(["op", "resolved history", "raw floor", "our layer", "ratio med", "anchor (perf-anchors.md, µs med)"], rows),
+      "",
+      `Growth of the median from ${first === undefined ? "?" : power(first.size)} to ${last === undefined ? "?" : power(last.size)} resolved intents:`,
+      "",
+      table(["op", "raw", "layer", `flat (≤ ${GROWTH_LIMIT}×)`], growthRows),
+      "",
+      `Query plans (on the ${last === undefined ? "?" : power(last.size)} database):`,
+      "",
+      ...plans.flatMap(([name, plan]) => [`${name}:`, "", "```", ...plan, "```", ""]),
+      checks.map((c) => `- ${mark(c.ok)} ${c.name}: ${c.detail}`).join("\n")
+    ].join("\n")
+    return { markdown, checks, goals }
+  }
+}

@@ -1,0 +1,160 @@
+/**
+ * The raw floor: the store's statements as src/store/turn-intent-store-sqlite.ts issues them
+ * (whitespace aside), on a plain better-sqlite3 connection, each prepared once, no checks and
+ * no row decoding. `store.ts` verifies the texts against what the layer actually sends.
+ */
+import Sqlite from "better-sqlite3"
+import { CONTROLLER_SCHEMA, controllerSchemaStatements } from "../src/store/schema.ts"
+
+export const SQL = {
+  ensure: `INSERT INTO workflow_turn_intents (intent_id, source_event_id, run_id, workflow_ref,
+    target_session_id, cause, node_id, attempt_id, fallback_facts_json, requested_at, eligible_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (intent_id) DO NOTHING
+    RETURNING *`,
+  list: `SELECT * FROM workflow_turn_intents WHERE (target_session_id = ? AND run_id = ? AND resolved_at IS NULL)
+    ORDER BY requested_at, intent_id LIMIT ?`,
+  claimForRun: `UPDATE workflow_turn_intents
+    SET delivery_claim_token = ?, delivery_claim_expires_at = ?
+    WHERE intent_id = (
+      SELECT intent_id FROM workflow_turn_intents
+      WHERE run_id = ? AND target_session_id = ?
+        AND resolved_at IS NULL
+        AND (delivery_claim_token IS NULL OR delivery_claim_expires_at <= ?
+          OR delivery_claim_token = ?)
+      ORDER BY requested_at, intent_id LIMIT 1)
+    RETURNING *`,
+  release: `UPDATE workflow_turn_intents
+    SET delivery_claim_token = NULL, delivery_claim_expires_at = NULL
+    WHERE intent_id = ? AND delivery_claim_token = ?
+      AND resolved_at IS NULL
+    RETURNING intent_id`,
+  makeEligible: `UPDATE workflow_turn_intents
+    SET eligible_at = coalesce(eligible_at, ?),
+        fallback_facts_json = coalesce(?, fallback_facts_json)
+    WHERE intent_id = ? AND resolved_at IS NULL
+    RETURNING *`,
+  claimEligibleForSession: `UPDATE workflow_turn_intents
+    SET delivery_claim_token = ?, delivery_claim_expires_at = ?
+    WHERE intent_id IN (
+      SELECT intent_id FROM workflow_turn_intents
+      WHERE target_session_id = ?
+        AND resolved_at IS NULL AND eligible_at IS NOT NULL
+        AND (delivery_claim_token IS NULL OR delivery_claim_expires_at <= ?
+          OR delivery_claim_token = ?)
+      ORDER BY eligible_at, intent_id LIMIT ?)
+    RETURNING *`,
+  resolve: `UPDATE workflow_turn_intents
+    SET resolved_at = ?, resolution = ?,
+        resolution_message_id = ?
+    WHERE intent_id = ? AND resolved_at IS NULL
+      AND delivery_claim_token = ?
+    RETURNING *`
+} as const
+
+export type OpName = keyof typeof SQL
+
+export const normalizeSql = (text: string): string => text.replace(/\s+/g, " ").replace(/\( /g, "(").trim()
+
+export type Synchronous = "NORMAL" | "FULL"
+
+/** The same pragmas the Database layer sets (WAL comes from the SqliteClient), and the schema. */
+export const openRaw = (filename: string, synchronous: Synchronous = "NORMAL"): Sqlite.Database => {
+  const db = new Sqlite(filename)
+  db.pragma("journal_mode = WAL")
+  db.pragma("busy_timeout = 5000")
+  db.pragma(`synchronous = ${synchronous}`)
+  db.pragma("foreign_keys = ON")
+  db.transaction(() => {
+    for (const statement of controllerSchemaStatements) db.exec(statement)
+    db.prepare(
+      "INSERT INTO pi_workflows_metadata (key, value) VALUES ('schema', ?) ON CONFLICT (key) DO NOTHING"
+    ).run(CONTROLLER_SCHEMA)
+  }).immediate()
+  return db
+}
+
+const iso = (millis: number) => new Date(millis).toISOString()
+
+export interface RawIntent {
+  readonly intentId: string
+  readonly sourceEventId: string
+  readonly runId: string
+  readonly workflowRef: string
+  readonly targetSessionId: string
+  readonly cause: string
+  readonly nodeId: string | null
+  readonly attemptId: string | null
+  readonly factsJson: string
+}
+
+/** The floor: statements prepared once; each method only binds parameters and steps. */
+export class RawStore {
+  private readonly statements: { readonly [K in OpName]: Sqlite.Statement }
+  readonly db: Sqlite.Database
+
+  constructor(db: Sqlite.Database) {
+    this.db = db
+    this.statements = {
+      ensure: db.prepare(SQL.ensure),
+      list: db.prepare(SQL.list),
+      claimForRun: db.prepare(SQL.claimForRun),
+      release: db.prepare(SQL.release),
+      makeEligible: db.prepare(SQL.makeEligible),
+      claimEligibleForSession: db.prepare(SQL.claimEligibleForSession),
+      resolve: db.prepare(SQL.resolve)
+    }
+  }
+
+  ensure(intent: RawIntent, eligible = false): ReadonlyArray<unknown> {
+    const requestedAt = iso(Date.now())
+    return this.statements.ensure.all(
+      intent.intentId,
+      intent.sourceEventId,
+      intent.runId,
+      intent.workflowRef,
+      intent.targetSessionId,
+      intent.cause,
+      intent.nodeId,
+      intent.attemptId,
+      intent.factsJson,
+      requestedAt,
+      eligible ? requestedAt : null
+    )
+  }
+
+  list(targetSessionId: string, runId: string, limit: number): ReadonlyArray<unknown> {
+    return this.statements.list.all(targetSessionId, runId, limit)
+  }
+
+  claimForRun(runId: string, targetSessionId: string, token: string, leaseMs: number): ReadonlyArray<unknown> {
+    const now = Date.now()
+    return this.statements.claimForRun.all(token, now + leaseMs, runId, targetSessionId, now, token)
+  }
+
+  release(intentId: string, token: string): boolean {
+    return this.statements.release.all(intentId, token).length > 0
+  }
+
+  makeEligible(intentId: string, factsJson: string | null = null): ReadonlyArray<unknown> {
+    return this.statements.makeEligible.all(iso(Date.now()), factsJson, intentId)
+  }
+
+  claimEligibleForSession(
+    targetSessionId: string,
+    token: string,
+    leaseMs: number,
+    limit: number
+  ): ReadonlyArray<unknown> {
+    const now = Date.now()
+    return this.statements.claimEligibleForSession.all(token, now + leaseMs, targetSessionId, now, token, limit)
+  }
+
+  resolve(intentId: string, token: string, resolution: string, messageId: string): ReadonlyArray<unknown> {
+    return this.statements.resolve.all(iso(Date.now()), resolution, messageId, intentId, token)
+  }
+
+  close(): void {
+    this.db.close()
+  }
+}

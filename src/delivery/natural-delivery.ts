@@ -1,0 +1,142 @@
+/**
+ * Natural delivery: a workflow prompt or result presentation resolves its run's pending intent.
+ *
+ * - No pending intent (and no system abort in flight): the message is sent unchanged, at once.
+ * - A system abort in flight: wait for the turn to settle first, even without an intent, so no
+ *   prompt produced during abort handling is sent into the aborting turn (Pi would lose it).
+ * - A pending intent: wait for settle or verified idle, claim it for this run and session,
+ *   look for its message in the branch (repair), else add `turnIntentId`, send and resolve.
+ *   A failed send releases the claim and fails.
+ * - The intent held by another live claimant: retry the claim until the lease bound passes;
+ *   if it gets resolved meanwhile, or the bound passes, the message is sent without it.
+ *
+ * The message itself is never silently dropped: whatever happens to the bookkeeping, it is
+ * either sent or found in the branch.
+ */
+import { Clock, Effect, Either, Option, Ref } from "effect"
+import type { InvalidInput } from "../domain/errors.ts"
+import { checkId } from "../domain/identity.ts"
+import type { TurnIntent } from "../domain/turn-intent.ts"
+import { describeError } from "../interruption/describe-failure.ts"
+import type { SendFailed } from "../session/pi-session.ts"
+import { findResolvingMessage, isSameMessage, withTurnIntent } from "./branch-repair.ts"
+import type { NaturalMessage, NaturalReceipt } from "./coordinator.ts"
+import { type DeliveryEnv, releaseClaim, resolveIntent } from "./delivery-env.ts"
+
+type Step = { readonly _tag: "Done"; readonly receipt: NaturalReceipt } | { readonly _tag: "Repaired" }
+
+const sendPlain = (env: DeliveryEnv, natural: NaturalMessage, note: string | null) =>
+  Effect.as(env.session.send(natural.message, natural.options), { turnIntentId: null, sent: true, note })
+
+/** Deliver through a claimed intent: repair from the branch, or send with the intent's identity. */
+const throughIntent = (
+  env: DeliveryEnv,
+  natural: NaturalMessage,
+  intent: TurnIntent,
+  token: string
+): Effect.Effect<Step, SendFailed> =>
+  Effect.gen(function* () {
+    const match = findResolvingMessage(yield* env.session.branch, intent.intentId)
+    if (match !== null) {
+      const resolved = yield* resolveIntent(env, intent, token, match.resolution)
+      if (match.resolution !== "fallback" && isSameMessage(match.entry, natural.message)) {
+        const note = Either.isLeft(resolved)
+          ? `found in the branch; resolution not stored (${describeError(resolved.left)})`
+          : null
+        return { _tag: "Done", receipt: { turnIntentId: intent.intentId, sent: false, note } }
+      }
+      // Another message already satisfied this intent: record that, then deliver this one.
+      if (Either.isLeft(resolved)) yield* releaseClaim(env, intent, token)
+      return { _tag: "Repaired" }
+    }
+    const sent = yield* Effect.either(
+      env.session.send(withTurnIntent(natural.message, intent.intentId, natural.kind), natural.options)
+    )
+    if (Either.isLeft(sent)) {
+      yield* releaseClaim(env, intent, token)
+      return yield* Effect.fail(sent.left)
+    }
+    const resolved = yield* resolveIntent(env, intent, token, natural.kind)
+    const note = Either.isLeft(resolved)
+      ? `sent; resolution not stored (${describeError(resolved.left)}), branch repair will record it`
+      : null
+    return { _tag: "Done", receipt: { turnIntentId: intent.intentId, sent: true, note } }
+  })
+
+const deliver = (
+  env: DeliveryEnv,
+  natural: NaturalMessage,
+  token: string
+): Effect.Effect<NaturalReceipt, SendFailed> =>
+  Effect.gen(function* () {
+    let waited = false
+    if ((yield* env.bookkeeping.inFlight).length > 0) {
+      yield* env.session.awaitIdle
+      waited = true
+    }
+    // Set at the first claim held by someone else: a live claim ends within one lease.
+    let deadline: number | null = null
+    const repaired = new Set<string>()
+    while (true) {
+      const sessionId = yield* env.session.sessionId
+      const pending = yield* Effect.either(
+        env.store.list({ runId: natural.runId, targetSessionId: sessionId, state: "pending", limit: 1 })
+      )
+      if (Either.isLeft(pending)) {
+        return yield* sendPlain(env, natural, `turn intents unavailable (${describeError(pending.left)})`)
+      }
+      if (pending.right.length === 0) return yield* sendPlain(env, natural, null)
+      if (!waited) {
+        // The old turn may still be running or aborting: look again once it has settled.
+        yield* env.session.awaitIdle
+        waited = true
+        continue
+      }
+      const claimed = yield* Effect.either(
+        env.store.claimForRun({ runId: natural.runId, targetSessionId: sessionId, token, leaseMs: env.leaseMs })
+      )
+      if (Either.isLeft(claimed)) {
+        return yield* sendPlain(env, natural, `turn intent claim failed (${describeError(claimed.left)})`)
+      }
+      if (Option.isNone(claimed.right)) {
+        const now = yield* Clock.currentTimeMillis
+        deadline ??= now + env.leaseMs + env.claimRetryMs
+        if (now >= deadline) {
+          const held = pending.right[0]?.intentId ?? "?"
+          return yield* sendPlain(env, natural, `turn intent ${held} stayed claimed by another claimant`)
+        }
+        yield* Effect.sleep(env.claimRetryMs)
+        continue
+      }
+      const intent = claimed.right.value
+      if (repaired.has(intent.intentId)) {
+        // Its repair could not be stored; do not loop on it, deliver the message itself.
+        yield* releaseClaim(env, intent, token)
+        return yield* sendPlain(env, natural, `turn intent ${intent.intentId} could not be repaired`)
+      }
+      const step = yield* throughIntent(env, natural, intent, token)
+      if (step._tag === "Done") return step.receipt
+      repaired.add(intent.intentId)
+    }
+  })
+
+export const deliverNatural =
+  (env: DeliveryEnv) =>
+  (natural: NaturalMessage): Effect.Effect<NaturalReceipt, SendFailed | InvalidInput> =>
+    Effect.gen(function* () {
+      yield* checkId("runId", natural.runId)
+      const token = `${env.token}:natural:${yield* Ref.getAndUpdate(env.nextNatural, (n) => n + 1)}`
+      const track = (delta: number) =>
+        Ref.update(env.naturalInFlight, (runs) => {
+          const next = new Map(runs)
+          const count = (runs.get(natural.runId) ?? 0) + delta
+          if (count > 0) next.set(natural.runId, count)
+          else next.delete(natural.runId)
+          return next
+        })
+      return yield* Effect.acquireUseRelease(
+        track(1),
+        () => deliver(env, natural, token),
+        () => track(-1)
+      )
+    })

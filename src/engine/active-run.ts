@@ -1,0 +1,116 @@
+/**
+ * The in-memory side of a run this process is executing: its claim, its control signals and
+ * what the runner knows about the visit in flight. Durable state lives in the RunStore; this
+ * is what must survive only as long as the runner fiber does.
+ */
+import { randomUUID } from "node:crypto"
+import { type Deferred, Effect, Option, type Ref } from "effect"
+import type { QuietKind, Provenance, RunRef } from "../domain/source-event.ts"
+import type { CoordinatorService } from "../delivery/coordinator.ts"
+import type { SourceEventsService } from "../interruption/source-events.ts"
+import type { Fence, RunRecord, RunStoreService, StepRecord } from "../store/run-store.ts"
+import type { NodeResult } from "./definition.ts"
+import type { LoadedNode, LoadedWorkflow } from "./validate.ts"
+
+/** Why a runner must stop its current visit now. The first request wins. */
+export type StopRequest =
+  | { readonly _tag: "Cancel"; readonly by: "agent" | "user" }
+  | { readonly _tag: "Park"; readonly reason: string; readonly quiet: QuietKind | null }
+  | { readonly _tag: "Interrupt"; readonly reason: string; readonly then: "park" | "fail" }
+  | { readonly _tag: "ClaimLost" }
+
+export interface VisitState {
+  readonly nodeId: string
+  readonly attemptId: string
+  readonly node: LoadedNode
+  /** Completed with the output once a submission is durably accepted. */
+  readonly submitted: Deferred.Deferred<unknown>
+  /** Set once the request row exists. */
+  readonly requestId: string | null
+  /** The prompt reached the coordinator: an agent turn is working on this request. */
+  readonly delivered: boolean
+  /** The resolved limit (undefined until resolved). */
+  readonly timeoutMs: number | null | undefined
+}
+
+export interface RunMemory {
+  readonly visit: VisitState | null
+  /** Next interruption ordinal. */
+  readonly interruptions: number
+  /** The abort no natural successor has followed yet; terminal events carry it. */
+  readonly outstanding: Provenance | null
+  readonly outputs: Readonly<Record<string, unknown>>
+  readonly results: Readonly<Record<string, NodeResult>>
+  /** Visits with an outcome (what maxSteps counts). */
+  readonly finished: number
+  readonly claimLostReported: boolean
+}
+
+export interface ActiveRun {
+  readonly runId: string
+  readonly ref: RunRef
+  readonly fence: Fence
+  readonly workflow: LoadedWorkflow
+  readonly input: unknown
+  readonly lock: Effect.Semaphore
+  readonly stop: Deferred.Deferred<StopRequest>
+  /** Completed when the runner fiber has stopped (ended, parked, held or lost its claim). */
+  readonly finished: Deferred.Deferred<void>
+  readonly memory: Ref.Ref<RunMemory>
+}
+
+export interface EngineSettings {
+  readonly defaultTimeoutMs: number
+  readonly leaseMs: number
+  readonly renewEveryMs: number
+}
+
+/** What the runner needs, resolved once by the engine. */
+export interface RunnerDeps {
+  readonly store: RunStoreService
+  readonly coordinator: CoordinatorService
+  readonly events: SourceEventsService
+  readonly settings: EngineSettings
+  /** Run an effect detached from the runner (presentations), in the engine's scope. */
+  readonly background: (effect: Effect.Effect<void>) => Effect.Effect<void>
+}
+
+export const newId = (prefix: string) => Effect.sync(() => `${prefix}-${randomUUID()}`)
+
+export const workflowRefOf = (name: string, revision: number | null) =>
+  revision === null ? name : `${name}@${revision}`
+
+export const runRefOf = (record: RunRecord): RunRef => ({
+  runId: record.runId,
+  workflowRef: record.workflowRef,
+  workflowName: record.workflowName,
+  targetSessionId: record.targetSessionId,
+  origin: record.origin
+})
+
+/** Rebuild what later nodes see from the durable step records. */
+export const memoryOf = (record: RunRecord, steps: ReadonlyArray<StepRecord>): RunMemory => {
+  const outputs: Record<string, unknown> = {}
+  const results: Record<string, NodeResult> = {}
+  let finished = 0
+  for (const step of steps) {
+    if (step.outcome === null) continue
+    finished++
+    results[step.nodeId] = {
+      outcome: step.outcome,
+      attemptId: step.attemptId,
+      ...Option.match(step.output, { onNone: () => ({}), onSome: (output) => ({ output }) }),
+      ...(step.error === null ? {} : { error: step.error })
+    }
+    if (step.outcome === "ok") outputs[step.nodeId] = Option.getOrNull(step.output)
+  }
+  return {
+    visit: null,
+    interruptions: record.interruptions,
+    outstanding: record.abortPending ? record.abort : null,
+    outputs,
+    results,
+    finished,
+    claimLostReported: false
+  }
+}

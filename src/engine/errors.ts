@@ -1,0 +1,93 @@
+/**
+ * Typed errors of the workflow engine. None of them means that something durable changed: the
+ * engine checks first and writes after.
+ */
+import { Schema } from "effect"
+
+/** A workflow definition is malformed; reported when the definition is loaded. */
+export class DefinitionError extends Schema.TaggedError<DefinitionError>()("DefinitionError", {
+  workflow: Schema.String,
+  node: Schema.NullOr(Schema.String),
+  problem: Schema.String
+}) {
+  override get message() {
+    const where = this.node === null ? "" : `, node "${this.node}"`
+    return `workflow "${this.workflow}"${where}: ${this.problem}`
+  }
+}
+
+export class WorkflowNotFound extends Schema.TaggedError<WorkflowNotFound>()("WorkflowNotFound", {
+  workflow: Schema.String
+}) {
+  override get message() {
+    return `no workflow named "${this.workflow}" is loaded`
+  }
+}
+
+/** The run input is not JSON or the workflow's `input` check rejected it. */
+export class InvalidWorkflowInput extends Schema.TaggedError<InvalidWorkflowInput>()("InvalidWorkflowInput", {
+  workflow: Schema.String,
+  problem: Schema.String
+}) {
+  override get message() {
+    return `input of workflow "${this.workflow}" is invalid: ${this.problem}`
+  }
+}
+
+/** The action does not apply to the run in its current state. */
+export class InvalidRunState extends Schema.TaggedError<InvalidRunState>()("InvalidRunState", {
+  runId: Schema.String,
+  state: Schema.String,
+  action: Schema.String,
+  problem: Schema.String
+}) {
+  override get message() {
+    return `cannot ${this.action} run ${this.runId} (${this.state}): ${this.problem}`
+  }
+}
+
+/** Another runner holds a live claim on the run. */
+export class RunBusy extends Schema.TaggedError<RunBusy>()("RunBusy", { runId: Schema.String }) {
+  override get message() {
+    return `run ${this.runId} is held by another runner whose lease has not expired`
+  }
+}
+
+/** The workflow changed since the run was created; the run refuses to resume or activate. */
+export class SourceChanged extends Schema.TaggedError<SourceChanged>()("SourceChanged", {
+  runId: Schema.String,
+  workflow: Schema.String,
+  expectedRevision: Schema.NullOr(Schema.Number),
+  foundRevision: Schema.NullOr(Schema.Number),
+  expectedFingerprint: Schema.String,
+  foundFingerprint: Schema.String
+}) {
+  override get message() {
+    const what =
+      this.expectedRevision !== this.foundRevision
+        ? `revision changed from ${this.expectedRevision ?? "none"} to ${this.foundRevision ?? "none"}`
+        : "its source changed"
+    return `run ${this.runId} of workflow "${this.workflow}" cannot continue: ${what} since the run started`
+  }
+}
+
+export const SubmitRejection = Schema.Literal(
+  "unknown",
+  "stale",
+  "crossRun",
+  "duplicate",
+  "invalidOutput",
+  "notActive"
+)
+export type SubmitRejection = typeof SubmitRejection.Type
+
+/** A `submit` was refused; nothing changed and an open request stays open. */
+export class SubmitRejected extends Schema.TaggedError<SubmitRejected>()("SubmitRejected", {
+  requestId: Schema.String,
+  reason: SubmitRejection,
+  detail: Schema.String
+}) {
+  override get message() {
+    return `submission for request ${this.requestId} rejected (${this.reason}): ${this.detail}`
+  }
+}

@@ -1,0 +1,360 @@
+/**
+ * The runner: one fiber per claimed run. It loops over step boundaries (stop, pause, maxSteps),
+ * visits and settlements; settles every outcome durably under its claim, and publishes the
+ * source events the successor-turn core needs. Transitions take the run's lock, so a
+ * submission and a timeout or stop can never both win.
+ */
+import { Deferred, Effect, Option, Ref, Schedule } from "effect"
+import type { StoreFailure } from "../domain/errors.ts"
+import type { ActiveTurnCause, Provenance, TerminalState } from "../domain/source-event.ts"
+import type { ClaimLost } from "../store/run-errors.ts"
+import type { StepOutcome, StepRecord, StepUpdate, RunError } from "../store/run-store.ts"
+import { type ActiveRun, newId, type RunnerDeps, type StopRequest, type VisitState } from "./active-run.ts"
+import type { NodeResult } from "./definition.ts"
+import { defaultPresentation, DELIVERY, presentationMessage } from "./messages.ts"
+import { decide } from "./routing.ts"
+import { executeVisit, type VisitResult } from "./visit.ts"
+
+type Step = Effect.Effect<string | null, ClaimLost | StoreFailure>
+
+/** Record abort provenance (durably unless the claim is gone), then tell the core. */
+const interrupt = (
+  deps: RunnerDeps,
+  run: ActiveRun,
+  visit: VisitState,
+  cause: ActiveTurnCause,
+  reason: string
+) =>
+  Effect.gen(function* () {
+    const memory = yield* Ref.get(run.memory)
+    const provenance = {
+      cause,
+      nodeId: visit.nodeId,
+      attemptId: visit.attemptId,
+      interruption: memory.interruptions
+    }
+    if (cause !== "claimLost") yield* deps.store.recordInterruption(run.fence, provenance)
+    yield* Ref.update(run.memory, (m) => ({ ...m, interruptions: m.interruptions + 1, outstanding: provenance }))
+    yield* deps.events.publish({ _tag: "ActiveTurnInterrupted", run: run.ref, provenance, reason })
+    return provenance
+  })
+
+const terminal = (
+  deps: RunnerDeps,
+  run: ActiveRun,
+  state: TerminalState,
+  at: { readonly nodeId: string | null; readonly attemptId: string | null },
+  reason: string,
+  provenance: Provenance | null
+) =>
+  Effect.flatMap(Ref.get(run.memory), (memory) =>
+    deps.events.publish({
+      _tag: "RunTerminal",
+      run: run.ref,
+      state,
+      nodeId: at.nodeId,
+      attemptId: at.attemptId,
+      reason,
+      provenance,
+      interruption: memory.interruptions
+    })
+  )
+
+/** Claim loss: write nothing; if a turn is working on our request, it must stop. No terminal event. */
+export const onClaimLost = (deps: RunnerDeps, run: ActiveRun) =>
+  Effect.gen(function* () {
+    const memory = yield* Ref.get(run.memory)
+    if (memory.claimLostReported) return null
+    yield* Ref.update(run.memory, (m) => ({ ...m, claimLostReported: true }))
+    const visit = memory.visit
+    if (visit !== null && visit.delivered && !(yield* Deferred.isDone(visit.submitted))) {
+      yield* interrupt(deps, run, visit, "claimLost", "another runner took over the workflow run")
+    }
+    yield* Effect.logInfo(`workflow run ${run.runId}: claim lost; this runner stopped`)
+    return null
+  })
+
+const present = (deps: RunnerDeps, run: ActiveRun, result: unknown) =>
+  Effect.gen(function* () {
+    const memory = yield* Ref.get(run.memory)
+    const custom = run.workflow.presentation
+    const text =
+      custom === null
+        ? defaultPresentation(run.workflow.name, run.runId, result)
+        : yield* Effect.tryPromise(async () =>
+            custom({ input: run.input, outputs: memory.outputs, results: memory.results, result })
+          ).pipe(
+            Effect.map((value) => (typeof value === "string" && value.length > 0 ? value : null)),
+            Effect.orElseSucceed(() => null),
+            Effect.map((value) => value ?? defaultPresentation(run.workflow.name, run.runId, result))
+          )
+    const message = presentationMessage({ runId: run.runId, state: "completed", text })
+    yield* deps.coordinator.deliverNatural({ kind: "presentation", runId: run.runId, message, options: DELIVERY })
+  }).pipe(
+    Effect.catchAll((error) =>
+      Effect.logWarning(`workflow run ${run.runId}: presentation not delivered: ${error.message}`)
+    )
+  )
+
+interface Visited {
+  readonly nodeId: string
+  readonly attemptId: string
+  readonly timeoutMs: number | null
+}
+
+/** Route a visit's outcome and write the step and the transition in one fenced transaction. */
+const conclude = (
+  deps: RunnerDeps,
+  run: ActiveRun,
+  at: Visited,
+  outcome: Exclude<StepOutcome, "cancelled">,
+  value: { readonly output?: unknown; readonly error?: string },
+  step: StepUpdate | undefined,
+  closeRequest: string | undefined
+): Step =>
+  Effect.gen(function* () {
+    const route = run.workflow.routes.get(at.nodeId)
+    const decision = decide(at.nodeId, route, {
+      input: run.input,
+      outcome,
+      output: value.output,
+      error: value.error ?? null
+    })
+    const result: NodeResult = { outcome, attemptId: at.attemptId, ...value }
+    const base = { attemptId: at.attemptId, ...(step === undefined ? {} : { step }), ...(closeRequest === undefined ? {} : { closeRequest }) }
+    const remember = Ref.update(run.memory, (m) => ({
+      ...m,
+      visit: null,
+      finished: m.finished + 1,
+      results: { ...m.results, [at.nodeId]: result },
+      outputs: outcome === "ok" ? { ...m.outputs, [at.nodeId]: value.output } : m.outputs
+    }))
+    switch (decision._tag) {
+      case "Next":
+        yield* deps.store.settle(run.fence, { ...base, then: { _tag: "Continue", nodeId: decision.nodeId } })
+        yield* remember
+        return decision.nodeId
+      case "Complete":
+        yield* deps.store.settle(run.fence, { ...base, then: { _tag: "End", state: "completed", result: value.output } })
+        yield* remember
+        yield* deps.background(present(deps, run, value.output))
+        return null
+      case "Fail":
+      case "TimeOut": {
+        const state = decision._tag === "Fail" ? "failed" : "timed_out"
+        const error: RunError = { message: decision.message, nodeId: at.nodeId, original: decision.original }
+        yield* deps.store.settle(run.fence, { ...base, then: { _tag: "End", state, error } })
+        yield* remember
+        const memory = yield* Ref.get(run.memory)
+        yield* terminal(deps, run, state, at, decision.message, memory.outstanding)
+        return null
+      }
+      case "Cancel":
+        return null
+    }
+  })
+
+/** Handle a stop request, with or without a visit in flight. */
+const onStop = (deps: RunnerDeps, run: ActiveRun, visit: VisitState | null, stop: StopRequest): Step =>
+  Effect.gen(function* () {
+    if (stop._tag === "ClaimLost") return yield* onClaimLost(deps, run)
+    const submitted = visit !== null && (yield* Deferred.isDone(visit.submitted))
+    const activeTurn = visit !== null && visit.delivered && !submitted
+    const at = { nodeId: visit?.nodeId ?? null, attemptId: visit?.attemptId ?? null }
+    // A visit whose submission already landed keeps its `ok` step; resume routes from it.
+    const settleVisit = (step: StepUpdate, closeRequest: string) =>
+      visit === null || submitted ? {} : { attemptId: visit.attemptId, step, closeRequest }
+    const outcome = (outcome: StepOutcome, error: string): StepUpdate => ({
+      _tag: "Outcome",
+      outcome,
+      error,
+      timeoutMs: visit?.timeoutMs ?? null
+    })
+    const park = (reason: string) =>
+      deps.store.settle(run.fence, {
+        ...settleVisit({ _tag: "Interrupted", reason: `parked: ${reason}` }, "parked"),
+        then: { _tag: "Park", reason }
+      })
+    switch (stop._tag) {
+      case "Cancel": {
+        const reason = `cancelled by the ${stop.by}`
+        const provenance =
+          stop.by === "agent" && activeTurn && visit !== null
+            ? yield* interrupt(deps, run, visit, "agentCancelled", reason)
+            : null
+        yield* deps.store.settle(run.fence, {
+          ...settleVisit(outcome("cancelled", reason), "cancelled"),
+          then: { _tag: "End", state: "cancelled", error: { message: reason, nodeId: at.nodeId, original: null } }
+        })
+        if (stop.by === "user") yield* deps.events.publish({ _tag: "Quiet", run: run.ref, kind: "directCancel" })
+        else if (provenance !== null) yield* terminal(deps, run, "cancelled", at, reason, provenance)
+        return null
+      }
+      case "Park":
+        yield* park(stop.reason)
+        if (stop.quiet !== null) yield* deps.events.publish({ _tag: "Quiet", run: run.ref, kind: stop.quiet })
+        return null
+      case "Interrupt": {
+        if (activeTurn && visit !== null) {
+          yield* interrupt(deps, run, visit, "controllerInterrupted", stop.reason)
+        }
+        if (stop.then === "park") {
+          yield* park(`interrupted: ${stop.reason}`)
+          return null
+        }
+        const message = `interrupted by the controller: ${stop.reason}`
+        yield* deps.store.settle(run.fence, {
+          ...settleVisit(outcome("failed", message), "interrupted"),
+          then: { _tag: "End", state: "failed", error: { message, nodeId: at.nodeId, original: null } }
+        })
+        const memory = yield* Ref.get(run.memory)
+        yield* terminal(deps, run, "failed", at, message, memory.outstanding)
+        return null
+      }
+    }
+  })
+
+/** Settle a finished visit. A submission that landed before a timeout or stop was handled wins. */
+const settleVisit = (deps: RunnerDeps, run: ActiveRun, started: VisitState, raw: VisitResult): Step =>
+  Effect.gen(function* () {
+    const visit = (yield* Ref.get(run.memory)).visit ?? started
+    if (raw._tag === "Stopped") return yield* onStop(deps, run, visit, raw.stop)
+    const at = { nodeId: visit.nodeId, attemptId: visit.attemptId, timeoutMs: visit.timeoutMs ?? null }
+    if (yield* Deferred.isDone(visit.submitted)) {
+      const output = yield* Deferred.await(visit.submitted)
+      return yield* conclude(deps, run, at, "ok", { output }, undefined, undefined)
+    }
+    switch (raw._tag) {
+      case "Ok": {
+        const step = { _tag: "Outcome", outcome: "ok", output: raw.output, timeoutMs: at.timeoutMs } as const
+        return yield* conclude(deps, run, at, "ok", { output: raw.output }, step, undefined)
+      }
+      case "Failed": {
+        const step = { _tag: "Outcome", outcome: "failed", error: raw.error, timeoutMs: at.timeoutMs } as const
+        return yield* conclude(deps, run, at, "failed", { error: raw.error }, step, "failed")
+      }
+      case "TimedOut": {
+        const error = `timed out after ${raw.timeoutMs} ms`
+        if (visit.node.type === "agent" && visit.delivered) {
+          yield* interrupt(deps, run, visit, "timedOut", `step "${visit.nodeId}" ${error}`)
+        }
+        const step = { _tag: "Outcome", outcome: "timed_out", error, timeoutMs: raw.timeoutMs } as const
+        return yield* conclude(deps, run, at, "timed_out", { error }, step, "timed_out")
+      }
+    }
+  })
+
+/** At a step boundary: honour stop, pause and maxSteps, then start the next visit. */
+const boundary = (deps: RunnerDeps, run: ActiveRun, nodeId: string) =>
+  Effect.gen(function* () {
+    const pending = yield* Deferred.poll(run.stop)
+    if (Option.isSome(pending)) return yield* onStop(deps, run, null, yield* pending.value)
+    const record = yield* deps.store.get(run.runId)
+    if (Option.isNone(record) || record.value.claimToken !== run.fence.token) return yield* onClaimLost(deps, run)
+    if (record.value.cancelRequested !== null) {
+      return yield* onStop(deps, run, null, { _tag: "Cancel", by: record.value.cancelRequested })
+    }
+    if (record.value.pauseRequested) {
+      yield* deps.store.settle(run.fence, { then: { _tag: "Hold" } })
+      return null
+    }
+    const memory = yield* Ref.get(run.memory)
+    const node = run.workflow.nodes.get(nodeId)
+    if (memory.finished >= run.workflow.maxSteps || node === undefined) {
+      const message =
+        node === undefined
+          ? `node "${nodeId}" does not exist in the loaded workflow`
+          : `the run reached maxSteps (${run.workflow.maxSteps}) before visiting node "${nodeId}"`
+      const at = { nodeId, attemptId: null }
+      yield* deps.store.settle(run.fence, {
+        then: { _tag: "End", state: "failed", error: { message, nodeId, original: null } }
+      })
+      yield* terminal(deps, run, "failed", at, message, memory.outstanding)
+      return null
+    }
+    const attemptId = yield* newId("att")
+    yield* deps.store.startStep(run.fence, { nodeId, attemptId })
+    const visit: VisitState = {
+      nodeId,
+      attemptId,
+      node,
+      submitted: yield* Deferred.make<unknown>(),
+      requestId: null,
+      delivered: false,
+      timeoutMs: undefined
+    }
+    yield* Ref.update(run.memory, (m) => ({ ...m, visit }))
+    return visit
+  })
+
+/**
+ * Where a claimed run continues: its current node, after closing an attempt a previous runner
+ * left in flight (it reruns with a fresh attempt), or routing from an attempt whose submission
+ * landed before the previous runner could route it.
+ */
+const prepare = (deps: RunnerDeps, run: ActiveRun, steps: ReadonlyArray<StepRecord>, current: {
+  readonly nodeId: string
+  readonly attemptId: string | null
+}): Step =>
+  Effect.gen(function* () {
+    const step = current.attemptId === null ? undefined : steps.find((s) => s.attemptId === current.attemptId)
+    if (step === undefined || step.interrupted !== null) return current.nodeId
+    if (step.outcome === null) {
+      yield* deps.store.settle(run.fence, {
+        attemptId: step.attemptId,
+        step: { _tag: "Interrupted", reason: "superseded: the run was taken over" },
+        closeRequest: "superseded",
+        then: { _tag: "Continue", nodeId: step.nodeId }
+      })
+      return step.nodeId
+    }
+    if (step.outcome === "cancelled") return null
+    const at = { nodeId: step.nodeId, attemptId: step.attemptId, timeoutMs: step.timeoutMs }
+    const value = {
+      ...Option.match(step.output, { onNone: () => ({}), onSome: (output) => ({ output }) }),
+      ...(step.error === null ? {} : { error: step.error })
+    }
+    // The step row is already final; undo its count so the memory reflects one visit.
+    yield* Ref.update(run.memory, (m) => ({ ...m, finished: m.finished - 1 }))
+    return yield* conclude(deps, run, at, step.outcome, value, undefined, undefined)
+  })
+
+const renewals = (deps: RunnerDeps, run: ActiveRun) =>
+  deps.store.renew(run.fence, deps.settings.leaseMs).pipe(
+    Effect.flatMap((flags) =>
+      flags.cancelRequested === null
+        ? Effect.void
+        : Deferred.succeed(run.stop, { _tag: "Cancel", by: flags.cancelRequested })
+    ),
+    Effect.catchTags({
+      ClaimLost: () => Deferred.succeed(run.stop, { _tag: "ClaimLost" }),
+      StoreFailure: (error) => Effect.logWarning(`workflow run ${run.runId}: lease renewal failed: ${error.message}`)
+    }),
+    Effect.schedule(Schedule.spaced(deps.settings.renewEveryMs))
+  )
+
+/** Drive a claimed run until it ends, holds, parks or loses its claim. */
+export const runClaimed = (
+  deps: RunnerDeps,
+  run: ActiveRun,
+  steps: ReadonlyArray<StepRecord>,
+  current: { readonly nodeId: string; readonly attemptId: string | null }
+): Effect.Effect<void> =>
+  Effect.gen(function* () {
+    yield* Effect.forkScoped(renewals(deps, run))
+    let next = yield* run.lock.withPermits(1)(prepare(deps, run, steps, current))
+    while (next !== null) {
+      const visit = yield* run.lock.withPermits(1)(boundary(deps, run, next))
+      if (visit === null) return
+      const result = yield* executeVisit(deps, run, visit)
+      next = yield* run.lock.withPermits(1)(settleVisit(deps, run, visit, result))
+    }
+  }).pipe(
+    Effect.scoped,
+    Effect.catchTags({
+      ClaimLost: () => Effect.asVoid(onClaimLost(deps, run)),
+      // The claim stays until its lease expires; a later resume takes the run over.
+      StoreFailure: (error) => Effect.logError(`workflow run ${run.runId}: store failure, runner stopped: ${error.message}`)
+    }),
+    Effect.ensuring(Ref.update(run.memory, (m) => ({ ...m, visit: null })))
+  )

@@ -1,0 +1,148 @@
+/**
+ * One node visit: resolve its timeout, run the compute function or send the agent prompt and
+ * wait for the submission, all raced against the run's stop signal. Stopping, parking, timing
+ * out or losing the claim aborts the context's AbortSignal. The only durable writes here are
+ * the request row and the "natural successor sent" mark; settling is the runner's job.
+ */
+import { Cause, Deferred, Effect, Either, Ref } from "effect"
+import type { StoreFailure } from "../domain/errors.ts"
+import { boundReason } from "../domain/facts.ts"
+import type { ClaimLost } from "../store/run-errors.ts"
+import { type ActiveRun, newId, type RunnerDeps, type StopRequest, type VisitState } from "./active-run.ts"
+import type { StepContext } from "./definition.ts"
+import { jsonProblem } from "./json.ts"
+import { agentStepMessage, DELIVERY } from "./messages.ts"
+import { resolveTimeout, sleepMillis } from "./timeout.ts"
+import type { LoadedNode } from "./validate.ts"
+
+export type VisitResult =
+  | { readonly _tag: "Ok"; readonly output: unknown }
+  | { readonly _tag: "Failed"; readonly error: string }
+  | { readonly _tag: "TimedOut"; readonly timeoutMs: number }
+  | { readonly _tag: "Stopped"; readonly stop: StopRequest }
+
+const ok = (output: unknown): VisitResult => ({ _tag: "Ok", output })
+const failed = (error: string): VisitResult => ({ _tag: "Failed", error: boundReason(error) })
+
+const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
+  typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function"
+
+const messageOf = (error: unknown): string => {
+  if (error instanceof Error) return error.message.length > 0 ? error.message : error.name
+  if (typeof error === "object" && error !== null && "message" in error) return String(error.message)
+  return String(error)
+}
+
+const describeCause = (cause: Cause.Cause<unknown>) => messageOf(Cause.squash(cause))
+
+/** Update the visit in memory only if it is still the one in flight. */
+export const updateVisit = (run: ActiveRun, attemptId: string, f: (visit: VisitState) => VisitState) =>
+  Ref.update(run.memory, (memory) =>
+    memory.visit?.attemptId === attemptId ? { ...memory, visit: f(memory.visit) } : memory
+  )
+
+const compute = (node: Extract<LoadedNode, { type: "compute" }>, context: StepContext) =>
+  Effect.suspend(() => {
+    const value = node.run(context)
+    // A returned Effect must be self-contained; a missing service surfaces as a failed visit.
+    if (Effect.isEffect(value)) return value as Effect.Effect<unknown, unknown>
+    if (isPromiseLike(value)) return Effect.tryPromise({ try: () => Promise.resolve(value), catch: (e) => e })
+    return Effect.succeed(value)
+  }).pipe(
+    Effect.map((output) => {
+      const problem = jsonProblem(output, "output")
+      return problem === null ? ok(output) : failed(`compute node "${node.id}" returned non-JSON data: ${problem}`)
+    }),
+    Effect.catchAllCause((cause) => Effect.succeed(failed(describeCause(cause))))
+  )
+
+const promptText = (node: Extract<LoadedNode, { type: "agent" }>, context: StepContext) =>
+  Effect.suspend(() => {
+    const value = typeof node.prompt === "string" ? node.prompt : node.prompt(context)
+    return isPromiseLike(value) ? Effect.tryPromise({ try: () => Promise.resolve(value), catch: (e) => e }) : Effect.succeed(value)
+  }).pipe(
+    Effect.flatMap((text) =>
+      typeof text === "string" && text.trim().length > 0
+        ? Effect.succeed(text)
+        : Effect.fail(`the prompt function of node "${node.id}" returned no text`)
+    ),
+    Effect.catchAllCause((cause) => Effect.fail(`building the prompt failed: ${describeCause(cause)}`)),
+    Effect.either
+  )
+
+/** A natural successor reached the coordinator: the pending abort no longer needs a terminal event. */
+const markSuccessorSent = (deps: RunnerDeps, run: ActiveRun) =>
+  Effect.gen(function* () {
+    const memory = yield* Ref.get(run.memory)
+    if (memory.outstanding === null) return
+    yield* deps.store.clearInterruption(run.fence)
+    yield* Ref.update(run.memory, (m) => ({ ...m, outstanding: null }))
+  })
+
+const agent = (
+  deps: RunnerDeps,
+  run: ActiveRun,
+  visit: VisitState,
+  node: Extract<LoadedNode, { type: "agent" }>,
+  context: StepContext
+): Effect.Effect<VisitResult, ClaimLost | StoreFailure> =>
+  Effect.gen(function* () {
+    const prompt = yield* promptText(node, context)
+    if (Either.isLeft(prompt)) return failed(prompt.left)
+    const requestId = yield* newId("req")
+    const ids = { nodeId: visit.nodeId, attemptId: visit.attemptId, requestId }
+    yield* deps.store.openRequest(run.fence, ids)
+    yield* updateVisit(run, visit.attemptId, (v) => ({ ...v, requestId }))
+    const message = agentStepMessage({
+      ...ids,
+      workflowName: run.workflow.name,
+      runId: run.runId,
+      prompt: prompt.right
+    })
+    const sent = yield* deps.coordinator
+      .deliverNatural({ kind: "workflowPrompt", runId: run.runId, message, options: DELIVERY })
+      .pipe(Effect.either)
+    if (Either.isLeft(sent)) return failed(`the prompt could not be delivered: ${sent.left.message}`)
+    yield* updateVisit(run, visit.attemptId, (v) => ({ ...v, delivered: true }))
+    yield* markSuccessorSent(deps, run)
+    return ok(yield* Deferred.await(visit.submitted))
+  })
+
+const runNode = (deps: RunnerDeps, run: ActiveRun, visit: VisitState) =>
+  Effect.suspend(() => {
+    const controller = new AbortController()
+    const abort = (why: string) => Effect.sync(() => controller.abort(new Error(why)))
+    return Effect.gen(function* () {
+      const memory = yield* Ref.get(run.memory)
+      const context: StepContext = {
+        input: run.input,
+        outputs: memory.outputs,
+        results: memory.results,
+        signal: controller.signal
+      }
+      const limit = yield* resolveTimeout(visit.node.timeout, context, deps.settings.defaultTimeoutMs).pipe(
+        Effect.either
+      )
+      if (Either.isLeft(limit)) return failed(limit.left)
+      const timeoutMs = limit.right
+      yield* updateVisit(run, visit.attemptId, (v) => ({ ...v, timeoutMs }))
+      const work =
+        visit.node.type === "compute" ? compute(visit.node, context) : agent(deps, run, visit, visit.node, context)
+      if (timeoutMs === null) return yield* work
+      const expiry = Effect.as(sleepMillis(timeoutMs), { _tag: "TimedOut", timeoutMs } as const)
+      const result = yield* Effect.raceFirst(work, expiry)
+      if (result._tag === "TimedOut") yield* abort(`node "${visit.nodeId}" timed out`)
+      return result
+    }).pipe(Effect.onInterrupt(() => abort(`node "${visit.nodeId}" was stopped`)))
+  })
+
+/** Run the visit until it ends or the run is told to stop, whichever comes first. */
+export const executeVisit = (
+  deps: RunnerDeps,
+  run: ActiveRun,
+  visit: VisitState
+): Effect.Effect<VisitResult, ClaimLost | StoreFailure> =>
+  Effect.raceFirst(
+    Effect.map(Deferred.await(run.stop), (stop): VisitResult => ({ _tag: "Stopped", stop })),
+    runNode(deps, run, visit)
+  )

@@ -1,0 +1,93 @@
+/**
+ * The live PiSession: a thin bridge from Pi's `ExtensionAPI` and the latest `ctx` to the
+ * PiSession port. It holds no policy; the adapter feeds it Pi's events (`setContext`,
+ * `settled`, lifecycle flags) and the core reads state and acts through the port.
+ */
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
+import { Deferred, Effect, Layer } from "effect"
+import { type BranchMessage, type Lifecycle, PiSession, SendFailed } from "../session/pi-session.ts"
+
+export interface PiBridge {
+  /** Remember the newest context; any of Pi's ctx objects can act for the session. */
+  readonly setContext: (ctx: ExtensionContext) => void
+  /** `agent_settled` was seen: release everything waiting for idle. */
+  readonly settled: () => void
+  readonly setShuttingDown: (value: boolean) => void
+  readonly setUserHold: (value: boolean) => void
+  readonly lifecycle: () => Lifecycle
+  readonly layer: Layer.Layer<PiSession>
+}
+
+export const makePiBridge = (pi: ExtensionAPI): PiBridge => {
+  let ctx: ExtensionContext | undefined
+  let flags: Lifecycle = { shuttingDown: false, userHold: false }
+  // One waiter per busy period; settle completes it and the next busy period makes a new one.
+  let idleSignal: Deferred.Deferred<void> | undefined
+
+  const isIdle = () => ctx === undefined || ctx.isIdle()
+
+  const session = PiSession.of({
+    sessionId: Effect.sync(() => ctx?.sessionManager.getSessionId() ?? "unknown-session"),
+    isIdle: Effect.sync(isIdle),
+    awaitIdle: Effect.suspend(() => {
+      if (isIdle()) return Effect.void
+      if (idleSignal === undefined) idleSignal = Effect.runSync(Deferred.make<void>())
+      return Deferred.await(idleSignal)
+    }),
+    send: (message, options) =>
+      Effect.try({
+        try: () =>
+          pi.sendMessage(
+            {
+              customType: message.customType,
+              content: message.content,
+              display: message.display,
+              details: message.details
+            },
+            { deliverAs: options.deliverAs, triggerTurn: options.triggerTurn }
+          ),
+        catch: (cause) => new SendFailed({ message: `Pi refused the message: ${String(cause)}`, cause })
+      }),
+    branch: Effect.sync((): ReadonlyArray<BranchMessage> => {
+      if (ctx === undefined) return []
+      const out: BranchMessage[] = []
+      for (const entry of ctx.sessionManager.getBranch()) {
+        if (entry.type === "custom_message") {
+          out.push({
+            entryId: entry.id,
+            customType: entry.customType,
+            content: entry.content,
+            details: entry.details
+          })
+        }
+      }
+      return out
+    }),
+    abort: Effect.sync(() => ctx?.abort()),
+    lifecycle: Effect.sync(() => flags),
+    notify: (text, level) =>
+      Effect.sync(() => {
+        if (ctx?.hasUI === true) ctx.ui.notify(text, level)
+        else process.stderr.write(`[pi-workflow-turns] ${level}: ${text}\n`)
+      })
+  })
+
+  return {
+    setContext: (next) => {
+      ctx = next
+    },
+    settled: () => {
+      const signal = idleSignal
+      idleSignal = undefined
+      if (signal !== undefined) Effect.runSync(Deferred.succeed(signal, undefined))
+    },
+    setShuttingDown: (value) => {
+      flags = { ...flags, shuttingDown: value }
+    },
+    setUserHold: (value) => {
+      flags = { ...flags, userHold: value }
+    },
+    lifecycle: () => flags,
+    layer: Layer.succeed(PiSession, session)
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * The live `SourceEvents`: every published event goes through the event policy. Active-turn
+ * interruptions run the abort ordering; terminal, handoff and launch-failure events make the
+ * deterministic intent eligible; quiet events do nothing. `publish` never fails.
+ *
+ * When the intent could not be stored at abort time and terminal handling cannot store it
+ * either, the user is warned and the warning is returned so the engine records it on the run.
+ */
+import { Effect, Layer, Ref } from "effect"
+import { decide } from "../domain/event-policy.ts"
+import { type IntentRequest, intentRequest } from "../domain/intent-request.ts"
+import { PiSession } from "../session/pi-session.ts"
+import { TurnIntentStore } from "../store/turn-intent-store.ts"
+import { AbortBookkeeping } from "./abort-bookkeeping.ts"
+import { abortActiveTurn } from "./abort-ordering.ts"
+import { SourceEvents, type SourceEventsService } from "./source-events.ts"
+import { persistEligible, type TerminalOptions } from "./terminal-handling.ts"
+
+export interface InterruptionsOptions {
+  /** Longest the abort waits for the intent to be stored (default 250 ms). */
+  readonly persistTimeoutMs?: number
+  /** Terminal handling retry policy (defaults: 4 attempts, 50 ms doubling, 2 s per attempt). */
+  readonly terminal?: Partial<TerminalOptions>
+}
+
+export const DEFAULT_PERSIST_TIMEOUT_MS = 250
+
+const NO_INTENT = { intentId: null, warning: null } as const
+
+/** The user-facing warning when the successor-turn guarantee is lost for one event. */
+export const guaranteeLostWarning = (
+  request: IntentRequest,
+  abortError: string | null,
+  terminalError: string
+): string =>
+  `Pi Workflows could not preserve the successor-turn guarantee for workflow run ${request.run.runId} ` +
+  `(${request.run.workflowName}, ${request.cause}): the turn intent could not be stored` +
+  (abortError === null ? "" : ` when the turn was stopped (${abortError}) nor`) +
+  ` during terminal handling (${terminalError}). No automatic follow-up turn will be sent for this ` +
+  "event; inspect the run with `workflow status` before continuing."
+
+export const make = (
+  options: InterruptionsOptions = {}
+): Effect.Effect<SourceEventsService, never, TurnIntentStore | PiSession | AbortBookkeeping> =>
+  Effect.gen(function* () {
+    const context = yield* Effect.context<TurnIntentStore | PiSession | AbortBookkeeping>()
+    const session = yield* PiSession
+    const persistTimeoutMs = options.persistTimeoutMs ?? DEFAULT_PERSIST_TIMEOUT_MS
+    const terminal: TerminalOptions = {
+      attempts: options.terminal?.attempts ?? 4,
+      retryBaseMs: options.terminal?.retryBaseMs ?? 50,
+      attemptTimeoutMs: options.terminal?.attemptTimeoutMs ?? 2_000
+    }
+    // Abort-time persistence failures by intent ID, until terminal handling stores the intent.
+    const abortFailures = yield* Ref.make<ReadonlyMap<string, string>>(new Map())
+
+    const remember = (intentId: string, error: string) =>
+      Ref.update(abortFailures, (m) => new Map(m).set(intentId, error))
+    const forget = (intentId: string) =>
+      Ref.modify(abortFailures, (m): [string | null, ReadonlyMap<string, string>] => {
+        const next = new Map(m)
+        next.delete(intentId)
+        return [m.get(intentId) ?? null, next]
+      })
+
+    const publish: SourceEventsService["publish"] = (event) =>
+      Effect.gen(function* () {
+        const decision = decide(event)
+        const request = intentRequest(event, decision)
+        if (request === null || decision._tag === "NoIntent") return NO_INTENT
+        if (decision.abortTurn) {
+          const outcome = yield* abortActiveTurn(request, { persistTimeoutMs })
+          if (outcome.error !== null) {
+            yield* remember(outcome.intentId ?? request.run.runId, outcome.error)
+            yield* Effect.logWarning("turn intent not stored at abort time; terminal handling retries", {
+              runId: request.run.runId,
+              error: outcome.error
+            })
+          }
+          return { intentId: outcome.intentId, warning: null }
+        }
+        const outcome = yield* persistEligible(request, terminal)
+        const abortError = yield* forget(outcome.intentId ?? request.run.runId)
+        if (outcome.error === null) return { intentId: outcome.intentId, warning: null }
+        const warning = guaranteeLostWarning(request, abortError, outcome.error)
+        yield* session.notify(warning, "warning")
+        return { intentId: outcome.intentId, warning }
+      }).pipe(Effect.provide(context))
+
+    return { publish }
+  })
+
+export const layer = (
+  options: InterruptionsOptions = {}
+): Layer.Layer<SourceEvents, never, TurnIntentStore | PiSession | AbortBookkeeping> =>
+  Layer.effect(SourceEvents, make(options))

@@ -1,0 +1,151 @@
+/**
+ * Row shapes of the run tables and their strict decoding into records. JSON columns are parsed
+ * here, so nothing downstream ever sees unchecked stored text.
+ */
+import { Schema } from "effect"
+import { Cause } from "../domain/turn-intent.ts"
+import {
+  RunError,
+  type RunRecord,
+  type RequestRecord,
+  RunState,
+  StepOutcome,
+  type StepRecord,
+  SubmitReceipt
+} from "./run-store.ts"
+
+const Json = Schema.parseJson()
+/** SQL NULL is "absent"; the JSON text `null` is a present null. */
+const OptionalJson = Schema.OptionFromNullOr(Json)
+const Flag = Schema.Literal(0, 1)
+
+export const RunRow = Schema.Struct({
+  run_id: Schema.String,
+  workflow_name: Schema.String,
+  workflow_ref: Schema.String,
+  revision: Schema.NullOr(Schema.Number),
+  source_fingerprint: Schema.String,
+  snapshot_json: Json,
+  target_session_id: Schema.String,
+  origin: Schema.Literal("tool", "command"),
+  input_json: Json,
+  state: RunState,
+  current_node_id: Schema.NullOr(Schema.String),
+  current_attempt_id: Schema.NullOr(Schema.String),
+  max_steps: Schema.Number,
+  result_json: OptionalJson,
+  error_json: Schema.NullOr(Schema.parseJson(RunError)),
+  pause_requested: Flag,
+  cancel_requested: Schema.NullOr(Schema.Literal("agent", "user")),
+  parked_reason: Schema.NullOr(Schema.String),
+  interruptions: Schema.Number,
+  abort_cause: Schema.NullOr(Cause),
+  abort_node_id: Schema.NullOr(Schema.String),
+  abort_attempt_id: Schema.NullOr(Schema.String),
+  abort_interruption: Schema.NullOr(Schema.Number),
+  abort_pending: Flag,
+  claim_token: Schema.NullOr(Schema.String),
+  claim_expires_at: Schema.NullOr(Schema.Number),
+  claims: Schema.Number,
+  open_request_id: Schema.NullOr(Schema.String),
+  step_count: Schema.Number,
+  created_at: Schema.String,
+  updated_at: Schema.String,
+  started_at: Schema.NullOr(Schema.String),
+  ended_at: Schema.NullOr(Schema.String)
+})
+
+export const toRun = (row: typeof RunRow.Type): RunRecord => ({
+  runId: row.run_id,
+  workflowName: row.workflow_name,
+  workflowRef: row.workflow_ref,
+  revision: row.revision,
+  sourceFingerprint: row.source_fingerprint,
+  snapshot: row.snapshot_json,
+  targetSessionId: row.target_session_id,
+  origin: row.origin,
+  input: row.input_json,
+  state: row.state,
+  currentNodeId: row.current_node_id,
+  currentAttemptId: row.current_attempt_id,
+  maxSteps: row.max_steps,
+  result: row.result_json,
+  error: row.error_json,
+  pauseRequested: row.pause_requested === 1,
+  cancelRequested: row.cancel_requested,
+  parkedReason: row.parked_reason,
+  interruptions: row.interruptions,
+  abort:
+    row.abort_cause === null || row.abort_interruption === null
+      ? null
+      : {
+          cause: row.abort_cause,
+          nodeId: row.abort_node_id,
+          attemptId: row.abort_attempt_id,
+          interruption: row.abort_interruption
+        },
+  abortPending: row.abort_pending === 1,
+  claimToken: row.claim_token,
+  claimExpiresAt: row.claim_expires_at,
+  claims: row.claims,
+  openRequestId: row.open_request_id,
+  stepCount: row.step_count,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+  startedAt: row.started_at,
+  endedAt: row.ended_at
+})
+
+export const StepRow = Schema.Struct({
+  run_id: Schema.String,
+  seq: Schema.Number,
+  node_id: Schema.String,
+  attempt_id: Schema.String,
+  timeout_ms: Schema.NullOr(Schema.Number),
+  outcome: Schema.NullOr(StepOutcome),
+  output_json: OptionalJson,
+  error: Schema.NullOr(Schema.String),
+  interrupted: Schema.NullOr(Schema.String),
+  started_at: Schema.String,
+  ended_at: Schema.NullOr(Schema.String)
+})
+
+export const toStep = (row: typeof StepRow.Type): StepRecord => ({
+  runId: row.run_id,
+  seq: row.seq,
+  nodeId: row.node_id,
+  attemptId: row.attempt_id,
+  timeoutMs: row.timeout_ms,
+  outcome: row.outcome,
+  output: row.output_json,
+  error: row.error,
+  interrupted: row.interrupted,
+  startedAt: row.started_at,
+  endedAt: row.ended_at
+})
+
+export const RequestRow = Schema.Struct({
+  request_id: Schema.String,
+  run_id: Schema.String,
+  node_id: Schema.String,
+  attempt_id: Schema.String,
+  state: Schema.Literal("open", "submitted", "closed"),
+  closed_reason: Schema.NullOr(Schema.String),
+  output_json: OptionalJson,
+  receipt_json: Schema.NullOr(Schema.parseJson(SubmitReceipt)),
+  opened_at: Schema.String,
+  ended_at: Schema.NullOr(Schema.String)
+})
+
+export const toRequest = (row: typeof RequestRow.Type): RequestRecord => ({
+  requestId: row.request_id,
+  runId: row.run_id,
+  nodeId: row.node_id,
+  attemptId: row.attempt_id,
+  state: row.state,
+  closedReason: row.closed_reason,
+  output: row.output_json,
+  receipt: row.receipt_json,
+  openedAt: row.opened_at,
+  endedAt: row.ended_at
+})

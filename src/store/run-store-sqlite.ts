@@ -1,0 +1,414 @@
+/**
+ * RunStore on the controller SQLite database. Runner writes run inside `Database.immediate`
+ * (BEGIN IMMEDIATE) and start by checking the caller's claim token, so a write either happens
+ * under a claim that is still held or not at all. Lease renewal is a single conditional UPDATE.
+ */
+import { SqlClient, type SqlError, type Statement } from "@effect/sql"
+import { Clock, Effect, Layer, Option, type ParseResult, Schema } from "effect"
+import { StoreFailure } from "../domain/errors.ts"
+import { Database, type DatabaseOptions, type OpenError } from "./database.ts"
+import { ClaimLost, ClaimRefused, RequestNotOpen, ReservationConflict, RunNotFound } from "./run-errors.ts"
+import { RequestRow, RunRow, StepRow, toRequest, toRun, toStep } from "./run-rows.ts"
+import { type Fence, isTerminal, RunStore, type RunStoreService } from "./run-store.ts"
+
+type Infra = SqlError.SqlError | ParseResult.ParseError
+
+const isInfra = (error: unknown): error is Infra =>
+  typeof error === "object" &&
+  error !== null &&
+  "_tag" in error &&
+  (error._tag === "SqlError" || error._tag === "ParseError")
+
+/** SQL and decode errors become StoreFailure; domain errors pass through unchanged. */
+const storeErrors =
+  (operation: string) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, Infra> | StoreFailure, R> =>
+    Effect.catchIf(
+      effect,
+      (error): error is Extract<E, Infra> => isInfra(error),
+      (error) =>
+        Effect.fail(
+          new StoreFailure({
+            operation,
+            message: String("cause" in error && error.cause !== undefined ? error.cause : error.message),
+            cause: error
+          })
+        )
+    ) as Effect.Effect<A, Exclude<E, Infra> | StoreFailure, R>
+
+const iso = (millis: number) => new Date(millis).toISOString()
+const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value))
+
+const decodeRuns = Schema.decodeUnknown(Schema.Array(RunRow))
+const decodeSteps = Schema.decodeUnknown(Schema.Array(StepRow))
+const decodeRequests = Schema.decodeUnknown(Schema.Array(RequestRow))
+const decodeToken = Schema.decodeUnknown(
+  Schema.Array(Schema.Struct({ claim_token: Schema.NullOr(Schema.String) }))
+)
+const decodeFlags = Schema.decodeUnknown(
+  Schema.Array(
+    Schema.Struct({
+      pause_requested: Schema.Literal(0, 1),
+      cancel_requested: Schema.NullOr(Schema.Literal("agent", "user"))
+    })
+  )
+)
+
+export const make = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const db = yield* Database
+
+  const runsWhere = (where: Statement.Fragment) =>
+    sql`SELECT r.*,
+        (SELECT q.request_id FROM workflow_requests q WHERE q.run_id = r.run_id AND q.state = 'open')
+          AS open_request_id,
+        (SELECT count(*) FROM workflow_steps s WHERE s.run_id = r.run_id AND s.outcome IS NOT NULL)
+          AS step_count
+      FROM workflow_runs r WHERE ${where}`
+
+  const findRun = (runId: string) =>
+    runsWhere(sql`r.run_id = ${runId}`).pipe(
+      Effect.flatMap(decodeRuns),
+      Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toRun))
+    )
+
+  const requireRun = (runId: string) =>
+    Effect.flatMap(
+      findRun(runId),
+      Option.match({ onNone: () => new RunNotFound({ runId }), onSome: Effect.succeed })
+    )
+
+  /** Inside one immediate transaction: verify the claim, then run `body`. */
+  const fenced = <A, E, R>(operation: string, fence: Fence, body: Effect.Effect<A, E, R>) =>
+    db
+      .immediate(
+        Effect.gen(function* () {
+          const rows = yield* sql`SELECT claim_token FROM workflow_runs WHERE run_id = ${fence.runId}`.pipe(
+            Effect.flatMap(decodeToken)
+          )
+          if (rows[0]?.claim_token !== fence.token) {
+            return yield* new ClaimLost({ runId: fence.runId, operation })
+          }
+          return yield* body
+        })
+      )
+      .pipe(storeErrors(operation))
+
+  /** A row the fence just proved present: its absence is a store fault, not a domain error. */
+  const fencedRun = (runId: string) =>
+    Effect.catchTag(requireRun(runId), "RunNotFound", (error) =>
+      Effect.fail(new StoreFailure({ operation: "read", message: error.message }))
+    )
+
+  const checkLease = (leaseMs: number) =>
+    Number.isSafeInteger(leaseMs) && leaseMs > 0
+      ? Effect.void
+      : Effect.fail(new StoreFailure({ operation: "claim", message: `leaseMs must be a positive integer` }))
+
+  const reserve: RunStoreService["reserve"] = (run) =>
+    db
+      .immediate(
+        Effect.gen(function* () {
+          const now = iso(yield* Clock.currentTimeMillis)
+          const active = yield* runsWhere(
+            sql`r.target_session_id = ${run.targetSessionId} AND r.state IN ('queued', 'running', 'waiting')`
+          ).pipe(Effect.flatMap(decodeRuns))
+          const existing = active[0]
+          if (existing !== undefined) {
+            return yield* new ReservationConflict({
+              sessionId: run.targetSessionId,
+              runId: existing.run_id,
+              state: existing.state
+            })
+          }
+          yield* sql`INSERT INTO workflow_runs (run_id, workflow_name, workflow_ref, revision, source_fingerprint,
+              snapshot_json, target_session_id, origin, input_json, state, current_node_id, max_steps,
+              created_at, updated_at)
+            VALUES (${run.runId}, ${run.workflowName}, ${run.workflowRef}, ${run.revision},
+              ${run.sourceFingerprint}, ${JSON.stringify(run.snapshot)}, ${run.targetSessionId}, ${run.origin},
+              ${JSON.stringify(run.input)}, 'queued', ${run.startAt}, ${run.maxSteps}, ${now}, ${now})`
+          return yield* fencedRun(run.runId)
+        })
+      )
+      .pipe(storeErrors("reserve"))
+
+  const nextQueued: RunStoreService["nextQueued"] = (sessionId) =>
+    sql`${runsWhere(sql`r.target_session_id = ${sessionId} AND r.state = 'queued'`)}
+        ORDER BY r.created_at, r.run_id LIMIT 1`.pipe(
+      Effect.flatMap(decodeRuns),
+      Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toRun)),
+      storeErrors("nextQueued")
+    )
+
+  const claim: RunStoreService["claim"] = (input) =>
+    Effect.zipRight(
+      checkLease(input.leaseMs),
+      db
+        .immediate(
+          Effect.gen(function* () {
+            const now = yield* Clock.currentTimeMillis
+            const run = yield* requireRun(input.runId)
+            const refuse = (reason: ClaimRefused["reason"]) =>
+              new ClaimRefused({ runId: run.runId, state: run.state, reason })
+            if (isTerminal(run.state)) return yield* refuse("terminal")
+            const live = run.claimToken !== null && (run.claimExpiresAt ?? 0) > now
+            const expires = now + input.leaseMs
+            if (input.mode === "activate") {
+              if (run.state !== "queued") return yield* refuse("notQueued")
+              yield* sql`UPDATE workflow_runs SET state = 'running', claim_token = ${input.token},
+                  claim_expires_at = ${expires}, claims = claims + 1,
+                  started_at = coalesce(started_at, ${iso(now)}), updated_at = ${iso(now)}
+                WHERE run_id = ${run.runId}`
+            } else {
+              if (run.state === "queued") return yield* refuse("queued")
+              if (live) return yield* refuse("held")
+              yield* sql`UPDATE workflow_runs SET state = 'running', claim_token = ${input.token},
+                  claim_expires_at = ${expires}, claims = claims + 1, pause_requested = 0,
+                  parked_reason = NULL, updated_at = ${iso(now)}
+                WHERE run_id = ${run.runId}`
+            }
+            return yield* requireRun(run.runId)
+          })
+        )
+        .pipe(storeErrors("claim"))
+    )
+
+  const renew: RunStoreService["renew"] = (fence, leaseMs) =>
+    Effect.gen(function* () {
+      yield* checkLease(leaseMs)
+      const now = yield* Clock.currentTimeMillis
+      const rows = yield* sql`UPDATE workflow_runs SET claim_expires_at = ${now + leaseMs}
+          WHERE run_id = ${fence.runId} AND claim_token = ${fence.token}
+          RETURNING pause_requested, cancel_requested`.pipe(Effect.flatMap(decodeFlags))
+      const row = rows[0]
+      if (row === undefined) return yield* new ClaimLost({ runId: fence.runId, operation: "renew" })
+      return { pauseRequested: row.pause_requested === 1, cancelRequested: row.cancel_requested }
+    }).pipe(storeErrors("renew"))
+
+  const startStep: RunStoreService["startStep"] = (fence, input) =>
+    fenced(
+      "startStep",
+      fence,
+      Effect.gen(function* () {
+        const now = iso(yield* Clock.currentTimeMillis)
+        const rows = yield* sql`INSERT INTO workflow_steps (run_id, seq, node_id, attempt_id, started_at)
+            VALUES (${fence.runId},
+              (SELECT coalesce(max(seq), 0) + 1 FROM workflow_steps WHERE run_id = ${fence.runId}),
+              ${input.nodeId}, ${input.attemptId}, ${now})
+            RETURNING *`.pipe(Effect.flatMap(decodeSteps))
+        yield* sql`UPDATE workflow_runs SET current_node_id = ${input.nodeId},
+            current_attempt_id = ${input.attemptId}, updated_at = ${now}
+          WHERE run_id = ${fence.runId}`
+        const step = rows[0]
+        if (step === undefined) return yield* new StoreFailure({ operation: "startStep", message: "no row" })
+        return toStep(step)
+      })
+    )
+
+  const openRequest: RunStoreService["openRequest"] = (fence, input) =>
+    fenced(
+      "openRequest",
+      fence,
+      Effect.gen(function* () {
+        const now = iso(yield* Clock.currentTimeMillis)
+        const rows = yield* sql`INSERT INTO workflow_requests (request_id, run_id, node_id, attempt_id, state,
+              opened_at)
+            VALUES (${input.requestId}, ${fence.runId}, ${input.nodeId}, ${input.attemptId}, 'open', ${now})
+            RETURNING *`.pipe(Effect.flatMap(decodeRequests))
+        const request = rows[0]
+        if (request === undefined)
+          return yield* new StoreFailure({ operation: "openRequest", message: "no row" })
+        return toRequest(request)
+      })
+    )
+
+  const recordInterruption: RunStoreService["recordInterruption"] = (fence, p) =>
+    fenced(
+      "recordInterruption",
+      fence,
+      Effect.gen(function* () {
+        const now = iso(yield* Clock.currentTimeMillis)
+        yield* sql`UPDATE workflow_runs SET abort_cause = ${p.cause}, abort_node_id = ${p.nodeId},
+            abort_attempt_id = ${p.attemptId}, abort_interruption = ${p.interruption}, abort_pending = 1,
+            interruptions = max(interruptions, ${p.interruption + 1}), updated_at = ${now}
+          WHERE run_id = ${fence.runId}`
+      })
+    )
+
+  const clearInterruption: RunStoreService["clearInterruption"] = (fence) =>
+    fenced(
+      "clearInterruption",
+      fence,
+      sql`UPDATE workflow_runs SET abort_pending = 0 WHERE run_id = ${fence.runId}`
+    )
+
+  const submit: RunStoreService["submit"] = (fence, input) =>
+    fenced(
+      "submit",
+      fence,
+      Effect.gen(function* () {
+        const now = iso(yield* Clock.currentTimeMillis)
+        const rows = yield* sql`UPDATE workflow_requests SET state = 'submitted',
+              output_json = ${JSON.stringify(input.output)}, receipt_json = ${JSON.stringify(input.receipt)},
+              ended_at = ${now}
+            WHERE request_id = ${input.requestId} AND run_id = ${fence.runId} AND state = 'open'
+            RETURNING *`.pipe(Effect.flatMap(decodeRequests))
+        const request = rows[0]
+        if (request === undefined) return yield* new RequestNotOpen({ requestId: input.requestId })
+        yield* sql`UPDATE workflow_steps SET outcome = 'ok', output_json = ${JSON.stringify(input.output)},
+            ended_at = ${now}
+          WHERE attempt_id = ${request.attempt_id} AND outcome IS NULL AND interrupted IS NULL`
+        return toRequest(request)
+      })
+    )
+
+  const settle: RunStoreService["settle"] = (fence, s) =>
+    fenced(
+      "settle",
+      fence,
+      Effect.gen(function* () {
+        const now = iso(yield* Clock.currentTimeMillis)
+        const open = sql`outcome IS NULL AND interrupted IS NULL`
+        if (s.attemptId !== undefined && s.step !== undefined) {
+          const step = s.step
+          yield* step._tag === "Outcome"
+            ? sql`UPDATE workflow_steps SET outcome = ${step.outcome}, output_json = ${json(step.output)},
+                  error = ${step.error ?? null}, timeout_ms = ${step.timeoutMs}, ended_at = ${now}
+                WHERE attempt_id = ${s.attemptId} AND run_id = ${fence.runId} AND ${open}`
+            : sql`UPDATE workflow_steps SET interrupted = ${step.reason}, ended_at = ${now}
+                WHERE attempt_id = ${s.attemptId} AND run_id = ${fence.runId} AND ${open}`
+        }
+        if (s.attemptId !== undefined && s.closeRequest !== undefined) {
+          yield* sql`UPDATE workflow_requests SET state = 'closed', closed_reason = ${s.closeRequest},
+              ended_at = ${now}
+            WHERE attempt_id = ${s.attemptId} AND state = 'open'`
+        }
+        const t = s.then
+        switch (t._tag) {
+          case "Continue":
+            yield* sql`UPDATE workflow_runs SET current_node_id = ${t.nodeId}, current_attempt_id = NULL,
+                updated_at = ${now} WHERE run_id = ${fence.runId}`
+            break
+          case "End":
+            // A run never ends with a request still open.
+            yield* sql`UPDATE workflow_requests SET state = 'closed', closed_reason = ${`run ${t.state}`},
+                ended_at = ${now} WHERE run_id = ${fence.runId} AND state = 'open'`
+            yield* sql`UPDATE workflow_runs SET state = ${t.state}, result_json = ${json(t.result)},
+                error_json = ${json(t.error)}, ended_at = ${now}, updated_at = ${now}, claim_token = NULL,
+                claim_expires_at = NULL, pause_requested = 0, cancel_requested = NULL, parked_reason = NULL
+              WHERE run_id = ${fence.runId}`
+            break
+          case "Park":
+            yield* sql`UPDATE workflow_runs SET parked_reason = ${t.reason}, claim_token = NULL,
+                claim_expires_at = NULL, updated_at = ${now} WHERE run_id = ${fence.runId}`
+            break
+          case "Hold":
+            yield* sql`UPDATE workflow_runs SET state = 'waiting', pause_requested = 0, claim_token = NULL,
+                claim_expires_at = NULL, updated_at = ${now} WHERE run_id = ${fence.runId}`
+            break
+        }
+        return yield* fencedRun(fence.runId)
+      })
+    )
+
+  const requestPause: RunStoreService["requestPause"] = (runId) =>
+    db
+      .immediate(
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const run = yield* requireRun(runId)
+          if (isTerminal(run.state) || run.state === "queued") return { _tag: "Refused", run } as const
+          if (run.state === "waiting") return { _tag: "Held", run } as const
+          if (run.claimToken !== null && (run.claimExpiresAt ?? 0) > now) {
+            yield* sql`UPDATE workflow_runs SET pause_requested = 1, updated_at = ${iso(now)}
+              WHERE run_id = ${runId}`
+            return { _tag: "Requested", run: yield* requireRun(runId) } as const
+          }
+          yield* sql`UPDATE workflow_runs SET state = 'waiting', pause_requested = 0, claim_token = NULL,
+              claim_expires_at = NULL, updated_at = ${iso(now)} WHERE run_id = ${runId}`
+          return { _tag: "Held", run: yield* requireRun(runId) } as const
+        })
+      )
+      .pipe(storeErrors("requestPause"))
+
+  const cancel: RunStoreService["cancel"] = (runId, by) =>
+    db
+      .immediate(
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const at = iso(now)
+          const run = yield* requireRun(runId)
+          if (isTerminal(run.state)) return { _tag: "Refused", run } as const
+          if (run.claimToken !== null && (run.claimExpiresAt ?? 0) > now) {
+            yield* sql`UPDATE workflow_runs SET cancel_requested = ${by}, updated_at = ${at} WHERE run_id = ${runId}`
+            return { _tag: "Requested", run: yield* requireRun(runId) } as const
+          }
+          const error = { message: `cancelled by the ${by}`, nodeId: run.currentNodeId, original: null }
+          yield* sql`UPDATE workflow_requests SET state = 'closed', closed_reason = 'cancelled', ended_at = ${at}
+            WHERE run_id = ${runId} AND state = 'open'`
+          yield* sql`UPDATE workflow_steps SET outcome = 'cancelled', ended_at = ${at}
+            WHERE run_id = ${runId} AND outcome IS NULL AND interrupted IS NULL`
+          yield* sql`UPDATE workflow_runs SET state = 'cancelled', error_json = ${JSON.stringify(error)},
+              ended_at = ${at}, updated_at = ${at}, claim_token = NULL, claim_expires_at = NULL,
+              pause_requested = 0, cancel_requested = NULL, parked_reason = NULL
+            WHERE run_id = ${runId}`
+          return { _tag: "Cancelled", run: yield* requireRun(runId) } as const
+        })
+      )
+      .pipe(storeErrors("cancel"))
+
+  const get: RunStoreService["get"] = (runId) => findRun(runId).pipe(storeErrors("get"))
+
+  const listBySession: RunStoreService["listBySession"] = (sessionId, limit) =>
+    sql`${runsWhere(sql`r.target_session_id = ${sessionId}`)}
+        ORDER BY r.created_at DESC, r.run_id DESC LIMIT ${Math.max(1, Math.min(1_000, Math.trunc(limit)))}`.pipe(
+      Effect.flatMap(decodeRuns),
+      Effect.map((rows) => rows.map(toRun)),
+      storeErrors("listBySession")
+    )
+
+  const steps: RunStoreService["steps"] = (runId) =>
+    sql`SELECT * FROM workflow_steps WHERE run_id = ${runId} ORDER BY seq`.pipe(
+      Effect.flatMap(decodeSteps),
+      Effect.map((rows) => rows.map(toStep)),
+      storeErrors("steps")
+    )
+
+  const request: RunStoreService["request"] = (requestId) =>
+    sql`SELECT * FROM workflow_requests WHERE request_id = ${requestId}`.pipe(
+      Effect.flatMap(decodeRequests),
+      Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toRequest)),
+      storeErrors("request")
+    )
+
+  return RunStore.of({
+    reserve,
+    nextQueued,
+    claim,
+    renew,
+    startStep,
+    openRequest,
+    recordInterruption,
+    clearInterruption,
+    submit,
+    settle,
+    requestPause,
+    cancel,
+    get,
+    listBySession,
+    steps,
+    request
+  })
+})
+
+/** The store over an already-provided Database + SqlClient. */
+export const layer: Layer.Layer<RunStore, never, Database | SqlClient.SqlClient> = Layer.effect(
+  RunStore,
+  make
+)
+
+/** The store and its database on one SQLite file. */
+export const layerSqlite = (
+  options: DatabaseOptions
+): Layer.Layer<RunStore | Database | SqlClient.SqlClient, OpenError> =>
+  layer.pipe(Layer.provideMerge(Database.layer(options)))

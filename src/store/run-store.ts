@@ -1,0 +1,251 @@
+/**
+ * RunStore: durable workflow runs, step records, agent requests and the run queue, in the
+ * controller database. This module is the service contract; `run-store-sqlite.ts` implements it.
+ *
+ * Queue rules: `reserve` enqueues (one queued/running/waiting run per origin session); `claim`
+ * takes a run with a token and a lease; `renew` extends the lease. Every runner write takes a
+ * `Fence` and first verifies, in the same transaction, that the token still holds the claim,
+ * so a runner that lost its claim writes nothing.
+ */
+import { Context, type Effect, type Option, Schema } from "effect"
+import type { StoreFailure } from "../domain/errors.ts"
+import type { Provenance, RunOrigin } from "../domain/source-event.ts"
+import type {
+  ClaimLost,
+  ClaimRefused,
+  RequestNotOpen,
+  ReservationConflict,
+  RunNotFound
+} from "./run-errors.ts"
+
+export const RunState = Schema.Literal(
+  "queued",
+  "running",
+  "waiting",
+  "completed",
+  "failed",
+  "timed_out",
+  "cancelled"
+)
+export type RunState = typeof RunState.Type
+export type TerminalRunState = "completed" | "failed" | "timed_out" | "cancelled"
+export const isTerminal = (state: RunState): state is TerminalRunState =>
+  state === "completed" || state === "failed" || state === "timed_out" || state === "cancelled"
+
+export const StepOutcome = Schema.Literal("ok", "timed_out", "failed", "cancelled")
+export type StepOutcome = typeof StepOutcome.Type
+
+/** Why a run ended badly: the message, the node it happened at, and the node's own error. */
+export const RunError = Schema.Struct({
+  message: Schema.String,
+  nodeId: Schema.NullOr(Schema.String),
+  original: Schema.NullOr(Schema.String)
+})
+export type RunError = typeof RunError.Type
+
+export const SubmitReceipt = Schema.Struct({
+  schema: Schema.Literal("pi-workflows.submit-receipt.v1"),
+  runId: Schema.String,
+  requestId: Schema.String,
+  nodeId: Schema.String,
+  attemptId: Schema.String,
+  acceptedAt: Schema.String
+})
+export type SubmitReceipt = typeof SubmitReceipt.Type
+
+export interface RunRecord {
+  readonly runId: string
+  readonly workflowName: string
+  readonly workflowRef: string
+  readonly revision: number | null
+  readonly sourceFingerprint: string
+  /** The stored definition snapshot, decoded as JSON (the engine decodes its schema). */
+  readonly snapshot: unknown
+  readonly targetSessionId: string
+  readonly origin: RunOrigin
+  readonly input: unknown
+  readonly state: RunState
+  /** The node to run next, or the node in flight when `currentAttemptId` is set. */
+  readonly currentNodeId: string | null
+  readonly currentAttemptId: string | null
+  readonly maxSteps: number
+  /** The run's result (the last node's output) once completed. */
+  readonly result: Option.Option<unknown>
+  readonly error: RunError | null
+  readonly pauseRequested: boolean
+  readonly cancelRequested: "agent" | "user" | null
+  readonly parkedReason: string | null
+  /** Next interruption ordinal of the run. */
+  readonly interruptions: number
+  /** The latest recorded abort provenance. */
+  readonly abort: Provenance | null
+  /** True while no natural successor (prompt or presentation) followed that abort. */
+  readonly abortPending: boolean
+  readonly claimToken: string | null
+  readonly claimExpiresAt: number | null
+  readonly claims: number
+  readonly openRequestId: string | null
+  /** Visits that produced an outcome (what `maxSteps` counts). */
+  readonly stepCount: number
+  readonly createdAt: string
+  readonly updatedAt: string
+  readonly startedAt: string | null
+  readonly endedAt: string | null
+}
+
+export interface StepRecord {
+  readonly runId: string
+  readonly seq: number
+  readonly nodeId: string
+  readonly attemptId: string
+  readonly timeoutMs: number | null
+  readonly outcome: StepOutcome | null
+  readonly output: Option.Option<unknown>
+  readonly error: string | null
+  readonly interrupted: string | null
+  readonly startedAt: string
+  readonly endedAt: string | null
+}
+
+export interface RequestRecord {
+  readonly requestId: string
+  readonly runId: string
+  readonly nodeId: string
+  readonly attemptId: string
+  readonly state: "open" | "submitted" | "closed"
+  readonly closedReason: string | null
+  readonly output: Option.Option<unknown>
+  readonly receipt: SubmitReceipt | null
+  readonly openedAt: string
+  readonly endedAt: string | null
+}
+
+export interface NewRun {
+  readonly runId: string
+  readonly workflowName: string
+  readonly workflowRef: string
+  readonly revision: number | null
+  readonly sourceFingerprint: string
+  readonly snapshot: unknown
+  readonly targetSessionId: string
+  readonly origin: RunOrigin
+  readonly input: unknown
+  readonly startAt: string
+  readonly maxSteps: number
+}
+
+/** The claim a runner writes under. */
+export interface Fence {
+  readonly runId: string
+  readonly token: string
+}
+
+/** Control requests a live runner picks up from its lease renewals. */
+export interface ControlFlags {
+  readonly pauseRequested: boolean
+  readonly cancelRequested: "agent" | "user" | null
+}
+
+/** What happens to the visit's step row when it is settled. */
+export type StepUpdate =
+  | {
+      readonly _tag: "Outcome"
+      readonly outcome: StepOutcome
+      readonly output?: unknown
+      readonly error?: string
+      readonly timeoutMs: number | null
+    }
+  | { readonly _tag: "Interrupted"; readonly reason: string }
+
+/** Where the run goes after a settlement. */
+export type RunTransition =
+  | { readonly _tag: "Continue"; readonly nodeId: string }
+  | {
+      readonly _tag: "End"
+      readonly state: TerminalRunState
+      readonly result?: unknown
+      readonly error?: RunError
+    }
+  /** Release the claim; a later resume continues (and reruns an interrupted visit). */
+  | { readonly _tag: "Park"; readonly reason: string }
+  /** Hold at the step boundary: `waiting`, claim released, until explicit resume. */
+  | { readonly _tag: "Hold" }
+
+export interface Settlement {
+  /** The visit being settled; absent at a step boundary. */
+  readonly attemptId?: string
+  readonly step?: StepUpdate
+  /** Close the visit's open request (if any) with this reason. */
+  readonly closeRequest?: string
+  readonly then: RunTransition
+}
+
+export type PauseResult =
+  | { readonly _tag: "Held"; readonly run: RunRecord }
+  | { readonly _tag: "Requested"; readonly run: RunRecord }
+  | { readonly _tag: "Refused"; readonly run: RunRecord }
+
+export type CancelResult =
+  | { readonly _tag: "Cancelled"; readonly run: RunRecord }
+  | { readonly _tag: "Requested"; readonly run: RunRecord }
+  | { readonly _tag: "Refused"; readonly run: RunRecord }
+
+type Fenced<A> = Effect.Effect<A, ClaimLost | StoreFailure>
+
+export interface RunStoreService {
+  // Queue
+  readonly reserve: (run: NewRun) => Effect.Effect<RunRecord, ReservationConflict | StoreFailure>
+  /** The oldest queued run of a session. */
+  readonly nextQueued: (sessionId: string) => Effect.Effect<Option.Option<RunRecord>, StoreFailure>
+  /**
+   * `activate`: a queued run becomes running under the token. `resume`: a running (parked or
+   * lease-expired) or waiting run is taken over under the token.
+   */
+  readonly claim: (input: {
+    readonly runId: string
+    readonly token: string
+    readonly leaseMs: number
+    readonly mode: "activate" | "resume"
+  }) => Effect.Effect<RunRecord, RunNotFound | ClaimRefused | StoreFailure>
+  readonly renew: (fence: Fence, leaseMs: number) => Fenced<ControlFlags>
+
+  // Runner writes (fenced)
+  readonly startStep: (
+    fence: Fence,
+    input: { readonly nodeId: string; readonly attemptId: string }
+  ) => Fenced<StepRecord>
+  readonly openRequest: (
+    fence: Fence,
+    input: { readonly requestId: string; readonly nodeId: string; readonly attemptId: string }
+  ) => Fenced<RequestRecord>
+  /** Record abort provenance and advance the interruption ordinal past it. */
+  readonly recordInterruption: (fence: Fence, provenance: Provenance) => Fenced<void>
+  /** A natural successor was sent after the recorded abort. */
+  readonly clearInterruption: (fence: Fence) => Fenced<void>
+  /** The request is answered and its step ends `ok` with the output, in one transaction. */
+  readonly submit: (
+    fence: Fence,
+    input: { readonly requestId: string; readonly output: unknown; readonly receipt: SubmitReceipt }
+  ) => Effect.Effect<RequestRecord, ClaimLost | RequestNotOpen | StoreFailure>
+  readonly settle: (fence: Fence, settlement: Settlement) => Fenced<RunRecord>
+
+  // Control without a claim
+  /** Hold now when no live claim exists, else ask the owner to hold at its next boundary. */
+  readonly requestPause: (runId: string) => Effect.Effect<PauseResult, RunNotFound | StoreFailure>
+  /** Cancel now when no live claim exists, else ask the owner to cancel. */
+  readonly cancel: (
+    runId: string,
+    by: "agent" | "user"
+  ) => Effect.Effect<CancelResult, RunNotFound | StoreFailure>
+
+  // Reads
+  readonly get: (runId: string) => Effect.Effect<Option.Option<RunRecord>, StoreFailure>
+  readonly listBySession: (
+    sessionId: string,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<RunRecord>, StoreFailure>
+  readonly steps: (runId: string) => Effect.Effect<ReadonlyArray<StepRecord>, StoreFailure>
+  readonly request: (requestId: string) => Effect.Effect<Option.Option<RequestRecord>, StoreFailure>
+}
+
+export class RunStore extends Context.Tag("pi-workflow-turns/RunStore")<RunStore, RunStoreService>() {}

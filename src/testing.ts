@@ -1,0 +1,38 @@
+/**
+ * Test helpers for users of this package and for our own tests: the scriptable fake Pi session
+ * and a turn-intent store on a temporary SQLite file. Nothing here is used at runtime.
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import type { SqlClient } from "@effect/sql"
+import { Effect, Layer } from "effect"
+import type { Database, OpenError } from "./store/database.ts"
+import type { TurnIntentStore } from "./store/turn-intent-store.ts"
+import { layerSqlite } from "./store/turn-intent-store-sqlite.ts"
+
+export {
+  type FakeOptions,
+  layerFake,
+  makeFake,
+  type Notification,
+  PiSessionFake,
+  type PiSessionFakeControl,
+  type SentRecord,
+  type TurnPhase
+} from "./session/pi-session-fake.ts"
+
+/** A scoped temporary directory, removed with everything in it when the scope closes. */
+export const tempDirectory = (prefix = "pi-workflow-turns-") =>
+  Effect.acquireRelease(
+    Effect.sync(() => mkdtempSync(join(tmpdir(), prefix))),
+    (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+  )
+
+/** A TurnIntentStore (and its Database) on a fresh file in a temp directory owned by the layer. */
+export const layerTempStore = (
+  prefix?: string
+): Layer.Layer<TurnIntentStore | Database | SqlClient.SqlClient, OpenError> =>
+  Layer.unwrapScoped(
+    Effect.map(tempDirectory(prefix), (dir) => layerSqlite({ filename: join(dir, "controller.db") }))
+  )

@@ -1,0 +1,194 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Fiber, Option, TestClock } from "effect"
+import { resolutionMessageId } from "../../src/domain/identity.ts"
+import { FALLBACK, interrupted, makeHarness, presentation, prompt, provenance, terminal } from "../conformance/harness.ts"
+
+const PROMPT = "pi-workflows-prompt"
+
+describe("natural delivery", () => {
+  it.scoped("without a pending intent the message is sent unchanged, at once, even while busy", () =>
+    Effect.gen(function* () {
+      const h = yield* makeHarness()
+      yield* h.fake.startTurn
+      const message = prompt("step 2")
+      const receipt = yield* h.coordinator.deliverNatural(message)
+      expect(receipt).toEqual({ turnIntentId: null, sent: true, note: null })
+      const [sent] = yield* h.fake.sent
+      expect(sent?.message).toEqual(message.message)
+      expect(sent?.options).toEqual(message.options)
+    })
+  )
+
+  it.scoped("with a pending intent it waits for settle, then claims, marks, sends and resolves", () =>
+    Effect.gen(function* () {
+      const h = yield* makeHarness()
+      yield* h.fake.startTurn
+      const { intentId } = yield* h.events.publish(interrupted("timedOut"))
+      const delivering = yield* Effect.fork(h.coordinator.deliverNatural(prompt("recover: retry the step")))
+      yield* Effect.yieldNow()
+      expect(yield* h.fake.sent).toEqual([]) // never into the aborting turn
+      yield* h.settle(true)
+      const receipt = yield* Fiber.join(delivering)
+      expect(receipt).toEqual({ turnIntentId: intentId, sent: true, note: null })
+      const [sent] = yield* h.fake.sent
+      expect(sent?.phase).toBe("idle")
+      expect(sent?.message.details).toMatchObject({ runId: "run-1", turnIntentId: intentId })
+      const [intent] = yield* h.intents
+      expect(intent).toMatchObject({
+        resolution: "workflowPrompt",
+        resolutionMessageId: resolutionMessageId(intentId ?? "", "workflowPrompt")
+      })
+    })
+  )
+
+  it.scoped("a presentation resolves as presentation", () =>
+    Effect.gen(function* () {
+      const h = yield* makeHarness()
+      yield* h.events.publish(interrupted("controllerInterrupted"))
+      yield* h.coordinator.deliverNatural(presentation("run completed: 3 files changed"))
+      expect((yield* h.intents)[0]?.resolution).toBe("presentation")
+    })
+  )
+
+  it.scoped("a prompt produced while a system abort is in flight waits even without an intent", () =>
+    Effect.gen(function* () {
+      const h = yield* makeHarness()
+      yield* h.fake.startTurn
+      yield* h.setFaults({ ensure: "fail" }) // the intent is not stored: only bookkeeping knows
+      yield* h.events.publish(interrupted("agentCancelled"))
+      const delivering = yield* Effect.fork(h.coordinator.deliverNatural(prompt("next")))
+      yield* Effect.yieldNow()
+      expect(yield* h.fake.sent).toEqual([])
+      yield* h.settle(true)
+      expect(yield* Fiber.join(delivering)).toMatchObject({ turnIntentId: null, sent: true })
+      const [sent] = yield* h.fake.sent
+      expect(sent?.entryId).not.toBeNull()
+    })
+  )
+
+  it.scoped("send failure releases the claim and fails; the retry resolves the same intent", () =>
+    Effect.gen(function* () {
+      const h = yield* makeHarness()
+      const { intentId } = yield* h.events.publish(interrupted("timedOut"))
+      yield* h.fake.failNextSends(1)
+      const error = yield* Effect.flip(h.coordinator.deliverNatural(prompt("recover")))
+      expect(error._tag).toBe("SendFailed")
+      const [pending] = yield* h.intents
+      expect(pending).toMatchObject({ resolvedAt: null, deliveryClaimToken: null })
+      const receipt = yield* h.coordinator.deliverNatural(prompt("recover"))
+      expect(receipt).toMatchObject({ turnIntentId: intentId, sent: true })
+      expect(yield* h.fake.sent).toHaveLength(1)
+    })
+  )
+
+  it.scoped("an intent already resolved by the fallback does not swallow the natural message", () =>
+    Effect.gen(function* () {
+      const h = yield* makeHarness()
+      yield* h.events.publish(terminal("failed", null))
+      const report = yield* h.coordinator.syncFallbacks("periodic")
+      expect(report.delivered).toHaveLength(1)
+      yield* h.fake.settle()
+      const receipt = yield* h.coordinator.deliverNatural(presentation("late result"))
+      expect(receipt).toEqual({ turnIntentId: null, sent: true, note: null })
+      expect((yield* h.fake.sent).map((r) => r.message.customType)).toEqual([FALLBACK, "pi-workflows-result"])
+    })
+  )
+
+  it.scoped("the same message already in the branch counts as delivered (crash before resolve)", () =>
+    Effect.gen(function* () {
+      const h = yield* makeHarness()
+      const { intentId } = yield* h.events.publish(interrupted("timedOut"))
+      const message = prompt("recover")
+      const details = { ...message.message.details, turnIntentId: intentId, turnMessageId: resolutionMessageId(intentId ?? "", "workflowPrompt") }
+      yield* h.fake.appendBranch({ customType: PROMPT, content: "recover", details })
+      const receipt = yield* h.coordinator.deliverNatural(message)
+      expect(receipt).toEqual({ turnIntentId: intentId, sent: false, note: null })
+      expect(yield* h.fake.sent).toEqual([])
+      expect((yield* h.intents)[0]?.resolution).toBe("workflowPrompt")
+    })
+  )
+
+  it.scoped("a different message of the same intent in the branch repairs it; this one is still sent", () =>
+    Effect.gen(function* () {
+      const h = yield* makeHarness()
+      const { intentId } = yield* h.events.publish(interrupted("timedOut"))
+      yield* h.fake.appendBranch({ customType: PROMPT, content: "step 1", details: { turnIntentId: intentId } })
+      const receipt = yield* h.coordinator.deliverNatural(prompt("step 2"))
+      expect(receipt).toEqual({ turnIntentId: null, sent: true, note: null })
+      expect((yield* h.fake.sent).map((r) => r.message.content)).toEqual(["step 2"])
+      expect((yield* h.intents)[0]?.resolution).toBe("workflowPrompt")
+    })
+  )
+
+  it.scoped("an intent claimed by another live claimant: wait, then claim it after the lease", () =>
+    Effect.gen(function* () {
+      const h = yield* makeHarness({ coordinator: { leaseMs: 10_000, claimRetryMs: 1_000 } })
+      const { intentId } = yield* h.events.publish(interrupted("timedOut"))
+      const held = yield* h.store.claimForRun({ runId: "run-1", targetSessionId: "session-1", token: "crashed-process", leaseMs: 10_000 })
+      expect(Option.isSome(held)).toBe(true)
+      const delivering = yield* Effect.fork(h.coordinator.deliverNatural(prompt("recover")))
+      yield* TestClock.adjust(5_000)
+      expect(yield* h.fake.sent).toEqual([])
+      yield* TestClock.adjust(5_000)
+      expect(yield* Fiber.join(delivering)).toMatchObject({ turnIntentId: intentId, sent: true })
+      expect((yield* h.intents)[0]?.resolution).toBe("workflowPrompt")
+    })
+  )
+
+  it.scoped("an intent resolved by its other claimant meanwhile: send without claiming", () =>
+    Effect.gen(function* () {
+      const h = yield* makeHarness({ coordinator: { claimRetryMs: 1_000 } })
+      const { intentId } = yield* h.events.publish(interrupted("timedOut"))
+      yield* h.store.claimForRun({ runId: "run-1", targetSessionId: "session-1", token: "other", leaseMs: 30_000 })
+      const delivering = yield* Effect.fork(h.coordinator.deliverNatural(prompt("recover")))
+      yield* TestClock.adjust(1_000)
+      yield* h.store.resolve({ intentId: intentId ?? "", token: "other", resolution: "fallback", messageId: "m" })
+      yield* TestClock.adjust(1_000)
+      expect(yield* Fiber.join(delivering)).toEqual({ turnIntentId: null, sent: true, note: null })
+      expect((yield* h.fake.sent)[0]?.message.details).not.toHaveProperty("turnIntentId")
+    })
+  )
+
+  it.scoped("a store that cannot be read degrades to an unchanged send with a note", () =>
+    Effect.gen(function* () {
+      const h = yield* makeHarness()
+      yield* h.events.publish(interrupted("timedOut"))
+      yield* h.setFaults({ list: "fail" })
+      const receipt = yield* h.coordinator.deliverNatural(prompt("recover"))
+      expect(receipt).toMatchObject({ turnIntentId: null, sent: true })
+      expect(receipt.note).toMatch(/turn intents unavailable/)
+      expect(yield* h.fake.sent).toHaveLength(1)
+    })
+  )
+
+  it.scoped("a resolution that cannot be stored is repaired from the branch later", () =>
+    Effect.gen(function* () {
+      const h = yield* makeHarness({ coordinator: { resolveAttempts: 1 } })
+      const { intentId } = yield* h.events.publish(interrupted("timedOut"))
+      yield* h.setFaults({ resolve: 1 })
+      const receipt = yield* h.coordinator.deliverNatural(prompt("recover"))
+      expect(receipt.note).toMatch(/branch repair/)
+      expect((yield* h.intents)[0]?.resolvedAt).toBeNull()
+      // Terminal handling later makes it eligible; the sync pass repairs instead of sending.
+      yield* h.fake.settle()
+      yield* h.events.publish(terminal("failed", provenance("timedOut")))
+      yield* TestClock.adjust(30_000) // the natural delivery's lease lapses
+      const report = yield* h.coordinator.syncFallbacks("periodic")
+      expect(report).toMatchObject({ delivered: [], repaired: [intentId] })
+      expect(yield* h.sentOfType(FALLBACK)).toEqual([])
+      expect((yield* h.intents)[0]?.resolution).toBe("workflowPrompt")
+    })
+  )
+
+  it.scoped("an invalid run ID is a typed error and changes nothing", () =>
+    Effect.gen(function* () {
+      const h = yield* makeHarness()
+      yield* h.events.publish(interrupted("timedOut"))
+      const before = yield* h.intents
+      const error = yield* Effect.flip(h.coordinator.deliverNatural(prompt("x", "")))
+      expect(error._tag).toBe("InvalidInput")
+      expect(yield* h.intents).toEqual(before)
+      expect(yield* h.fake.sent).toEqual([])
+    })
+  )
+})

@@ -1,0 +1,198 @@
+/**
+ * The fast in-process path: a real Pi `AgentSession` (inside an `AgentSessionRuntime`) with an
+ * extension factory and pi-ai's scripted faux model — no child process, no HTTP (~tens of ms).
+ *
+ * Lifecycle, as Pi defines it:
+ * - `session_start` is emitted by `session.bindExtensions(...)`; `createFauxSession` calls it
+ *   (reason `"startup"` unless `sessionStartEvent` says otherwise), so handlers have run when it
+ *   resolves. Pass `bind: false` to create the session first and call `bindExtensions()` yourself.
+ * - `dispose()` calls `runtime.dispose()`, which aborts, emits `session_shutdown` (reason `"quit"`)
+ *   and then disposes the session. `session.dispose()` alone does NOT emit `session_shutdown`.
+ */
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import {
+  type AgentSession,
+  type AgentSessionEvent,
+  type AgentSessionRuntime,
+  type CreateAgentSessionRuntimeFactory,
+  type CustomMessageEntry,
+  createAgentSessionFromServices,
+  createAgentSessionRuntime,
+  createAgentSessionServices,
+  type InlineExtension,
+  ModelRuntime,
+  type SessionEntry,
+  SessionManager,
+  type SessionStartEvent,
+  SettingsManager
+} from "@earendil-works/pi-coding-agent"
+import { type FauxProviderHandle, type FauxResponseStep, fauxProvider } from "@earendil-works/pi-ai"
+
+export { fauxAssistantMessage, fauxText, fauxToolCall } from "@earendil-works/pi-ai"
+
+export interface FauxSessionOptions {
+  /** Extension factories (or named inline extensions) to load, in order. */
+  readonly extensions: ReadonlyArray<InlineExtension>
+  /** The model's replies, in order; a function step sees the context the model got. */
+  readonly replies?: ReadonlyArray<FauxResponseStep>
+  /** Write a session file under `<dir>/sessions` (default: in-memory session). */
+  readonly persist?: boolean
+  /** Open this existing session file instead of starting a new one (implies persistence). */
+  readonly sessionFile?: string
+  /** Root for agent dir, sessions and cwd; a fresh temp dir (removed on dispose) by default. */
+  readonly dir?: string
+  /** Emitted by `bindExtensions`. Default `{ type: "session_start", reason: "startup" }`. */
+  readonly sessionStartEvent?: SessionStartEvent
+  /** Call `bindExtensions({ mode: "print" })` now (emits `session_start`). Default true. */
+  readonly bind?: boolean
+}
+
+export interface FauxSession {
+  readonly runtime: AgentSessionRuntime
+  readonly faux: FauxProviderHandle
+  readonly dir: string
+  /** The runtime's current session (it changes after new/switch/fork). */
+  readonly session: AgentSession
+  /** Session events seen since creation, in order. */
+  events(): ReadonlyArray<AgentSessionEvent>
+  /** Prompt, then `waitForQuiet()`: also runs started from `agent_settled` handlers have ended. */
+  prompt(text: string): Promise<void>
+  /**
+   * Wait until the session is idle and no run starts for `quietMs` (default 20). Work an
+   * `agent_settled` handler requests starts after that event, so `waitForIdle()` alone can return
+   * before it.
+   */
+  waitForQuiet(quietMs?: number): Promise<void>
+  /** Emit `session_start` by binding extensions (only needed with `bind: false`). */
+  bind(): Promise<void>
+  /** All entries of the session (header excluded). */
+  entries(): ReadonlyArray<SessionEntry>
+  /** Custom messages on the current branch, optionally of one `customType`. */
+  customMessages(customType?: string): ReadonlyArray<CustomMessageEntry>
+  /** How many times the faux model was called. */
+  modelCalls(): number
+  /** `runtime.dispose()` (emits `session_shutdown`), then removes the temp dir if we made it. Idempotent. */
+  dispose(): Promise<void>
+}
+
+/** Build a session with the given extensions and a scripted faux model. */
+export const createFauxSession = async (options: FauxSessionOptions): Promise<FauxSession> => {
+  const ownsDir = options.dir === undefined
+  const dir = options.dir ?? mkdtempSync(join(tmpdir(), "pwt-sdk-"))
+  const agentDir = join(dir, "agent")
+  const sessionDir = join(dir, "sessions")
+  const cwd = join(dir, "work")
+  for (const d of [agentDir, sessionDir, cwd]) mkdirSync(d, { recursive: true })
+
+  const faux = fauxProvider()
+  faux.setResponses([...(options.replies ?? [])])
+  // No models.json and an isolated auth file: only the faux provider exists.
+  const modelRuntime = await ModelRuntime.create({ authPath: join(agentDir, "auth.json"), modelsPath: null })
+  modelRuntime.registerNativeProvider(faux.provider)
+  const settingsManager = SettingsManager.inMemory({
+    compaction: { enabled: false },
+    retry: { enabled: false }
+  })
+
+  const createRuntime: CreateAgentSessionRuntimeFactory = async (factoryOptions) => {
+    const services = await createAgentSessionServices({
+      cwd: factoryOptions.cwd,
+      agentDir: factoryOptions.agentDir,
+      modelRuntime,
+      settingsManager,
+      resourceLoaderOptions: {
+        noExtensions: true,
+        extensionFactories: [...options.extensions],
+        noSkills: true,
+        noPromptTemplates: true,
+        noContextFiles: true,
+        noThemes: true
+      }
+    })
+    const created = await createAgentSessionFromServices({
+      services,
+      sessionManager: factoryOptions.sessionManager,
+      model: faux.getModel(),
+      thinkingLevel: "off",
+      ...(factoryOptions.sessionStartEvent === undefined ? {} : { sessionStartEvent: factoryOptions.sessionStartEvent })
+    })
+    return { ...created, services, diagnostics: services.diagnostics }
+  }
+
+  const sessionManager =
+    options.sessionFile !== undefined
+      ? SessionManager.open(options.sessionFile, sessionDir)
+      : options.persist === true
+        ? SessionManager.create(cwd, sessionDir)
+        : SessionManager.inMemory(cwd)
+  const runtime = await createAgentSessionRuntime(createRuntime, {
+    cwd,
+    agentDir,
+    sessionManager,
+    ...(options.sessionStartEvent === undefined ? {} : { sessionStartEvent: options.sessionStartEvent })
+  })
+
+  const seen: Array<AgentSessionEvent> = []
+  let disposed = false
+  let subscribed: AgentSession | undefined
+  let unsubscribe = (): void => {}
+  // Follow the runtime's current session, which new/switch/fork replace.
+  const track = (): AgentSession => {
+    const current = runtime.session
+    if (subscribed !== current) {
+      unsubscribe()
+      unsubscribe = current.subscribe((event) => {
+        seen.push(event)
+      })
+      subscribed = current
+    }
+    return current
+  }
+  track()
+  const waitForQuiet = async (quietMs = 20) => {
+    for (;;) {
+      const session = track()
+      await session.waitForIdle()
+      const before = seen.length
+      await new Promise<void>((resolve) => setTimeout(resolve, quietMs))
+      const started = seen.slice(before).some((event) => event.type === "agent_start")
+      if (!started && session.isIdle) return
+    }
+  }
+  const bind = async () => {
+    await track().bindExtensions({ mode: "print" })
+  }
+  if (options.bind ?? true) await bind()
+
+  return {
+    runtime,
+    faux,
+    dir,
+    get session() {
+      return track()
+    },
+    events: () => [...seen],
+    prompt: async (text) => {
+      await track().prompt(text)
+      await waitForQuiet()
+    },
+    waitForQuiet,
+    bind,
+    entries: () => track().sessionManager.getEntries(),
+    customMessages: (customType) =>
+      track()
+        .sessionManager.getBranch()
+        .filter((entry): entry is CustomMessageEntry => entry.type === "custom_message")
+        .filter((entry) => customType === undefined || entry.customType === customType),
+    modelCalls: () => faux.state.callCount,
+    dispose: async () => {
+      if (disposed) return
+      disposed = true
+      unsubscribe()
+      await runtime.dispose()
+      if (ownsDir) rmSync(dir, { recursive: true, force: true })
+    }
+  }
+}

@@ -1,0 +1,37 @@
+/** The messages between race.test.ts and its worker processes, decoded on both ends. */
+import { Schema } from "effect"
+
+export const WorkerConfig = Schema.Struct({
+  dbPath: Schema.String,
+  worker: Schema.String,
+  seed: Schema.Number,
+  durationMs: Schema.Number,
+  runs: Schema.Array(Schema.Struct({ runId: Schema.String, targetSessionId: Schema.String })),
+  sessions: Schema.Array(Schema.String)
+})
+export type WorkerConfig = typeof WorkerConfig.Type
+
+export const WorkerReport = Schema.Union(
+  Schema.Struct({ type: Schema.Literal("ready"), worker: Schema.String, pid: Schema.Number }),
+  Schema.Struct({
+    type: Schema.Literal("resolved"),
+    worker: Schema.String,
+    intentId: Schema.String,
+    messageId: Schema.String
+  }),
+  Schema.Struct({
+    type: Schema.Literal("error"),
+    worker: Schema.String,
+    tag: Schema.String,
+    message: Schema.String
+  }),
+  Schema.Struct({
+    type: Schema.Literal("done"),
+    worker: Schema.String,
+    stats: Schema.Record({ key: Schema.String, value: Schema.Number })
+  })
+)
+export type WorkerReport = typeof WorkerReport.Type
+
+export const decodeConfig = Schema.decodeUnknownSync(Schema.parseJson(WorkerConfig))
+export const decodeReport = Schema.decodeUnknownSync(Schema.parseJson(WorkerReport))

@@ -1,0 +1,166 @@
+/**
+ * Cross-process race: several real Node processes claim, release, abandon and resolve the same
+ * intents in one SQLite file. The store's conditional updates must let exactly one resolve win
+ * per intent, lose none, and never surface SQLITE_BUSY (the busy timeout absorbs lock waits).
+ */
+import { fileURLToPath } from "node:url"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Schema } from "effect"
+import { collect, spawnNode } from "../support/node-child.ts"
+import { sampleFacts, sampleIntent } from "../support/fixtures.ts"
+import { openStoreAt, queryRows, rawDb } from "../support/store.ts"
+import { tempDbPath } from "../support/temp-db.ts"
+import { decodeReport, type WorkerConfig, type WorkerReport } from "./race-protocol.ts"
+
+const WORKERS = Number(process.env.RACE_WORKERS ?? 4)
+const SESSIONS = 3
+const RUNS_PER_SESSION = 5
+const INTENTS = Number(process.env.RACE_INTENTS ?? 300)
+const WORKER_SCRIPT = fileURLToPath(new URL("./race-worker.ts", import.meta.url))
+
+const runs = Array.from({ length: SESSIONS * RUNS_PER_SESSION }, (_, i) => ({
+  runId: `race-run-${i}`,
+  targetSessionId: `race-session-${i % SESSIONS}`
+}))
+const sessions = Array.from({ length: SESSIONS }, (_, i) => `race-session-${i}`)
+
+const parseReports = (worker: string, stdout: string): ReadonlyArray<WorkerReport> =>
+  stdout
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => {
+      try {
+        return decodeReport(line)
+      } catch {
+        throw new Error(`worker ${worker} printed an unexpected line: ${line}`)
+      }
+    })
+
+describe("cross-process race", () => {
+  it.live(
+    `${WORKERS} processes × ${INTENTS} intents: no duplicate resolution, none lost, no SQLITE_BUSY`,
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          expect(WORKERS).toBeGreaterThanOrEqual(3)
+          const dbPath = yield* tempDbPath
+          // Seed every intent eligible, spread over runs and sessions.
+          yield* Effect.scoped(
+            Effect.gen(function* () {
+              const store = yield* openStoreAt(dbPath)
+              for (let i = 0; i < INTENTS; i++) {
+                const run = runs[i % runs.length] ?? runs[0]
+                yield* store.ensure(
+                  sampleIntent({
+                    ...run,
+                    sourceEventId: `race-event-${i}`,
+                    eligible: true,
+                    facts: sampleFacts({ runId: run?.runId ?? "" })
+                  })
+                )
+              }
+            })
+          )
+
+          const children = Array.from({ length: WORKERS }, (_, i) => {
+            const config: WorkerConfig = {
+              dbPath,
+              worker: `w${i}`,
+              seed: 1_000 + i,
+              durationMs: 15_000,
+              runs,
+              sessions
+            }
+            const child = spawnNode(WORKER_SCRIPT, [JSON.stringify(config)], process.cwd())
+            return { worker: config.worker, child, result: collect(child) }
+          })
+          yield* Effect.addFinalizer(() =>
+            Effect.sync(() => {
+              for (const { child } of children) if (child.exitCode === null) child.kill("SIGKILL")
+            })
+          )
+          // Start barrier: every process has opened the database before anyone claims.
+          yield* Effect.promise(() =>
+            Promise.all(
+              children.map(
+                ({ child }) =>
+                  new Promise<void>((resolve, reject) => {
+                    let seen = ""
+                    const onData = (chunk: Buffer) => {
+                      seen += chunk.toString("utf8")
+                      if (seen.includes('"type":"ready"')) {
+                        child.stdout.off("data", onData)
+                        resolve()
+                      }
+                    }
+                    child.stdout.on("data", onData)
+                    child.once("exit", (code) => reject(new Error(`worker exited early with ${code}`)))
+                  })
+              )
+            )
+          )
+          const started = performance.now()
+          for (const { child } of children) child.stdin.end("go\n")
+          const results = yield* Effect.promise(() => Promise.all(children.map((c) => c.result)))
+          const elapsedMs = performance.now() - started
+
+          const reports = children.flatMap(({ worker }, i) => {
+            const result = results[i]
+            expect(result?.stderr, `stderr of ${worker}`).toBe("")
+            expect(result?.code, `exit code of ${worker}`).toBe(0)
+            return parseReports(worker, result?.stdout ?? "")
+          })
+          const errors = reports.filter((r) => r.type === "error")
+          const resolvedReports = reports.flatMap((r) => (r.type === "resolved" ? [r] : []))
+          const done = reports.flatMap((r) => (r.type === "done" ? [r] : []))
+          expect(done).toHaveLength(WORKERS)
+
+          // No store failure of any kind leaked, SQLITE_BUSY included.
+          expect(errors).toEqual([])
+
+          // Zero duplicates: each intent was reported resolved at most once.
+          const perIntent = new Map<string, Array<string>>()
+          for (const r of resolvedReports)
+            perIntent.set(r.intentId, [...(perIntent.get(r.intentId) ?? []), r.messageId])
+          const duplicates = [...perIntent.entries()].filter(([, ids]) => ids.length > 1)
+          expect(duplicates).toEqual([])
+
+          // Zero lost: every intent is resolved in the database, by exactly the reported winner.
+          const db = yield* rawDb(dbPath)
+          const rows = queryRows(
+            db,
+            Schema.Struct({
+              intent_id: Schema.String,
+              resolved_at: Schema.NullOr(Schema.String),
+              resolution_message_id: Schema.NullOr(Schema.String)
+            }),
+            "SELECT intent_id, resolved_at, resolution_message_id FROM workflow_turn_intents"
+          )
+          expect(rows).toHaveLength(INTENTS)
+          const unresolved = rows.filter((row) => row.resolved_at === null)
+          expect(unresolved).toEqual([])
+          expect(perIntent.size).toBe(INTENTS)
+          for (const row of rows) expect(perIntent.get(row.intent_id)).toEqual([row.resolution_message_id])
+
+          const totals: Record<string, number> = {}
+          for (const { stats } of done) {
+            for (const [key, value] of Object.entries(stats)) totals[key] = (totals[key] ?? 0) + value
+          }
+          // The scenario must actually have contended: leases expired and stale resolves lost.
+          expect(totals.notHeld ?? 0).toBeGreaterThan(0)
+          expect(totals.abandoned ?? 0).toBeGreaterThan(0)
+          const seconds = elapsedMs / 1_000
+          console.log(
+            [
+              `race: ${WORKERS} processes × ${INTENTS} intents in ${seconds.toFixed(2)} s`,
+              `  resolved ${rows.length - unresolved.length}/${INTENTS}, duplicates ${duplicates.length}, lost ${unresolved.length}, store failures ${errors.length}`,
+              `  store ops ${totals.ops} (${Math.round((totals.ops ?? 0) / seconds)} ops/s), resolves ${Math.round(INTENTS / seconds)}/s`,
+              `  claims: calls ${totals.claimCalls}, intents claimed ${totals.claimed}, released ${totals.released}, abandoned ${totals.abandoned}, held past lease ${totals.heldPastLease}, resolve lost (ClaimNotHeld) ${totals.notHeld}`,
+              `  per worker resolved: ${done.map((d) => `${d.worker}=${d.stats.resolved}`).join(" ")}`
+            ].join("\n")
+          )
+        })
+      ),
+    30_000
+  )
+})

@@ -1,0 +1,31 @@
+/** Valid sample inputs for facts and intents; tests override only the field they are about. */
+import { FACTS_SCHEMA, type FallbackFacts } from "../../src/domain/facts.ts"
+import type { EnsureIntent } from "../../src/store/turn-intent-store.ts"
+
+export const sampleFacts = (overrides: Partial<FallbackFacts> = {}): FallbackFacts => ({
+  schema: FACTS_SCHEMA,
+  workflowName: "autoimplement",
+  runId: "run-1",
+  observedState: "failed",
+  cause: "failed",
+  nodeId: "$launch",
+  attemptId: null,
+  reason: "scope must be a non-empty string",
+  handoff: false,
+  ...overrides
+})
+
+export const sampleIntent = (overrides: Partial<EnsureIntent> = {}): EnsureIntent => ({
+  sourceEventId: "source-event:1",
+  runId: "run-1",
+  workflowRef: "autoimplement",
+  targetSessionId: "session-1",
+  cause: "failed",
+  nodeId: "build",
+  attemptId: "attempt-1",
+  facts: sampleFacts(),
+  ...overrides
+})
+
+/** A value the types forbid, as an untyped caller (or stored JSON) could pass it. Tests only. */
+export const unchecked = <T>(value: unknown): T => value as T
