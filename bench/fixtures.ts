@@ -4,7 +4,11 @@ import type { StoreFailure } from "../src/domain/errors.ts"
 import { encodeFactsJson, FACTS_SCHEMA, type FallbackFacts } from "../src/domain/facts.ts"
 import { intentId } from "../src/domain/identity.ts"
 import type { OpenError } from "../src/store/database.ts"
-import { type EnsureIntent, TurnIntentStore, type TurnIntentStoreService } from "../src/store/turn-intent-store.ts"
+import {
+  type EnsureIntent,
+  TurnIntentStore,
+  type TurnIntentStoreService
+} from "../src/store/turn-intent-store.ts"
 import { layerSqlite } from "../src/store/turn-intent-store-sqlite.ts"
 import { layerSqlite as layerFast } from "./proto/turn-intent-store-fast.ts"
 import type { RawIntent, Synchronous } from "./sql.ts"
@@ -75,7 +79,9 @@ export const openProtoStore = (
   filename: string,
   synchronous: Synchronous = "NORMAL"
 ): Effect.Effect<TurnIntentStoreService, StoreFailure, Scope.Scope> =>
-  Effect.map(Layer.build(layerFast({ filename, synchronous })), (context) => Context.get(context, TurnIntentStore))
+  Effect.map(Layer.build(layerFast({ filename, synchronous })), (context) =>
+    Context.get(context, TurnIntentStore)
+  )
 
 /** Microseconds since an arbitrary origin. */
 export const nowUs = (): number => performance.now() * 1000

@@ -54,10 +54,30 @@ export const memorySection: BenchSection = {
               const w = workload("memory", index)
               const token = `memory-token-${index}`
               yield* store.ensure(w.input)
-              yield* store.list({ targetSessionId: w.input.targetSessionId, runId: w.input.runId, state: "pending", limit: 10 })
-              yield* store.claimEligibleForSession({ targetSessionId: w.input.targetSessionId, token, leaseMs: LEASE_MS, limit: 10 })
-              yield* store.claimForRun({ runId: w.input.runId, targetSessionId: w.input.targetSessionId, token, leaseMs: LEASE_MS })
-              yield* store.resolve({ intentId: w.raw.intentId, token, resolution: "workflowPrompt", messageId: `m-${index}` })
+              yield* store.list({
+                targetSessionId: w.input.targetSessionId,
+                runId: w.input.runId,
+                state: "pending",
+                limit: 10
+              })
+              yield* store.claimEligibleForSession({
+                targetSessionId: w.input.targetSessionId,
+                token,
+                leaseMs: LEASE_MS,
+                limit: 10
+              })
+              yield* store.claimForRun({
+                runId: w.input.runId,
+                targetSessionId: w.input.targetSessionId,
+                token,
+                leaseMs: LEASE_MS
+              })
+              yield* store.resolve({
+                intentId: w.raw.intentId,
+                token,
+                resolution: "workflowPrompt",
+                messageId: `m-${index}`
+              })
             })
           let index = 0
           for (let b = 0; b < warmupBatches; b++) for (let i = 0; i < BATCH; i++) yield* cycle(index++)

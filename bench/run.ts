@@ -5,8 +5,17 @@
  * `--no-write`. Exit code 1 when a hard check fails.
  */
 import { execFileSync } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { cpus, freemem, release, tmpdir, totalmem } from "node:os"
+import {
+  closeSync,
+  fdatasyncSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+  writeSync
+} from "node:fs"
+import { cpus, freemem, loadavg, release, tmpdir, totalmem } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import Sqlite from "better-sqlite3"
@@ -14,6 +23,7 @@ import { breakdownSection } from "./breakdown.ts"
 import { memorySection } from "./memory.ts"
 import { scalingSection } from "./scaling.ts"
 import { type BenchContext, type BenchSection, type Check, mark } from "./section.ts"
+import { median, us } from "./stats.ts"
 import { storeSection } from "./store.ts"
 
 /** Later sections (abort path, Pi delivery latency, extension start-up) register here. */
@@ -22,7 +32,10 @@ const SECTIONS: ReadonlyArray<BenchSection> = [storeSection, breakdownSection, s
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const args = process.argv.slice(2)
 const quick = args.includes("--quick")
-const only = args.find((a) => a.startsWith("--only="))?.slice("--only=".length).split(",")
+const only = args
+  .find((a) => a.startsWith("--only="))
+  ?.slice("--only=".length)
+  .split(",")
 // docs/bench.md always holds a complete, full-size run.
 const write = !quick && only === undefined && !args.includes("--no-write")
 
@@ -45,6 +58,26 @@ const fileSystemOf = (dir: string): string => {
   }
 }
 
+/** The disk's commit cost right now: 4 KiB write + fdatasync, median of 100 (µs). */
+const fdatasyncMedian = (dir: string): number => {
+  const path = join(dir, "fdatasync-probe")
+  const fd = openSync(path, "w")
+  const block = Buffer.alloc(4096, 1)
+  const samples: Array<number> = []
+  try {
+    for (let i = 0; i < 100; i++) {
+      writeSync(fd, block, 0, block.length, 0)
+      const start = performance.now()
+      fdatasyncSync(fd)
+      samples.push((performance.now() - start) * 1000)
+    }
+  } finally {
+    closeSync(fd)
+    rmSync(path, { force: true })
+  }
+  return median(samples)
+}
+
 const machineFacts = (tempRoot: string): string => {
   const db = new Sqlite(":memory:")
   const sqliteVersion = String(db.prepare("SELECT sqlite_version() AS v").pluck().get())
@@ -54,13 +87,17 @@ const machineFacts = (tempRoot: string): string => {
   return [
     `- Node ${process.version} (${process.platform}/${process.arch}), Linux ${release()}`,
     `- CPU: ${cpu[0]?.model.trim() ?? "?"}, ${cpu.length} cores; memory ${gib(totalmem())} GiB (${gib(freemem())} GiB free at start)`,
-    `- Temp databases on ${fileSystemOf(tempRoot)} (${tmpdir()})`,
+    `- Temp databases on ${fileSystemOf(tempRoot)} (${tmpdir()}); 4 KiB fdatasync median ${us(fdatasyncMedian(tempRoot))} µs ` +
+      `at start; load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(" ")} (other processes share these cores and this disk)`,
     `- SQLite ${sqliteVersion} via better-sqlite3 ${packageVersion("better-sqlite3")}; effect ${packageVersion("effect")}, ` +
       `@effect/sql ${packageVersion("@effect/sql")}, @effect/sql-sqlite-node ${packageVersion("@effect/sql-sqlite-node")}`
   ].join("\n")
 }
 
-const checkList = (checks: ReadonlyArray<Check>) => checks.map((c) => `- ${mark(c.ok)} ${c.name}: ${c.detail}`).join("\n")
+const checkList = (checks: ReadonlyArray<Check>) =>
+  checks.map((c) => `- ${mark(c.ok)} ${c.name}: ${c.detail}`).join("\n")
 
 const main = async () => {
   const tempRoot = mkdtempSync(join(tmpdir(), "pwt-bench-"))

@@ -39,12 +39,20 @@ const target = {
 }
 
 const populate = (db: Sqlite.Database, resolvedHistory: number) => {
-  const insert = db.prepare(`INSERT INTO workflow_turn_intents (intent_id, source_event_id, run_id, workflow_ref,
+  const insert =
+    db.prepare(`INSERT INTO workflow_turn_intents (intent_id, source_event_id, run_id, workflow_ref,
     target_session_id, cause, node_id, attempt_id, fallback_facts_json, requested_at, eligible_at, resolved_at,
     resolution, resolution_message_id) VALUES (?, ?, ?, 'review-and-fix@1', ?, 'agentCancelled', 'node-1',
     'node-1-attempt-1', ?, ?, ?, ?, ?, ?)`)
   const at = (offsetMs: number) => new Date(Date.UTC(2026, 0, 1) + offsetMs).toISOString()
-  const row = (tag: string, run: string, session: string, when: number, eligible: boolean, resolved: boolean) =>
+  const row = (
+    tag: string,
+    run: string,
+    session: string,
+    when: number,
+    eligible: boolean,
+    resolved: boolean
+  ) =>
     insert.run(
       idFor(tag),
       `source-${tag}`,
@@ -93,17 +101,32 @@ const layerCall = (store: TurnIntentStoreService, op: ScaleOp, k: number) => {
   switch (op) {
     case "syncPass":
       return Effect.map(
-        store.claimEligibleForSession({ targetSessionId: target.idle(k).session, token: token(k), leaseMs: LEASE_MS, limit: 10 }),
+        store.claimEligibleForSession({
+          targetSessionId: target.idle(k).session,
+          token: token(k),
+          leaseMs: LEASE_MS,
+          limit: 10
+        }),
         (rows) => rows.length
       )
     case "claimEligibleForSession":
       return Effect.map(
-        store.claimEligibleForSession({ targetSessionId: target.eligible(k).session, token: token(k), leaseMs: LEASE_MS, limit: 10 }),
+        store.claimEligibleForSession({
+          targetSessionId: target.eligible(k).session,
+          token: token(k),
+          leaseMs: LEASE_MS,
+          limit: 10
+        }),
         (rows) => rows.length
       )
     case "claimForRun":
       return Effect.map(
-        store.claimForRun({ runId: target.claim(k).run, targetSessionId: target.claim(k).session, token: token(k), leaseMs: LEASE_MS }),
+        store.claimForRun({
+          runId: target.claim(k).run,
+          targetSessionId: target.claim(k).session,
+          token: token(k),
+          leaseMs: LEASE_MS
+        }),
         (claimed) => (claimed._tag === "Some" ? 1 : 0)
       )
   }
@@ -114,7 +137,11 @@ const check = (op: ScaleOp, count: number) => {
 }
 
 /** Query plan as an indented tree of `detail` lines. */
-export const queryPlan = (db: Sqlite.Database, sql: string, params: ReadonlyArray<unknown>): ReadonlyArray<string> => {
+export const queryPlan = (
+  db: Sqlite.Database,
+  sql: string,
+  params: ReadonlyArray<unknown>
+): ReadonlyArray<string> => {
   const rows = db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as ReadonlyArray<{
     id: number
     parent: number
@@ -147,8 +174,16 @@ type Measured = Record<ScaleOp, { readonly raw: Summary; readonly layer: Summary
 
 const measure = async (filename: string, ops: number, warmup: number, rounds: number): Promise<Measured> => {
   const raw = new RawStore(openRaw(filename))
-  const rawRounds: Record<ScaleOp, Array<Summary>> = { syncPass: [], claimEligibleForSession: [], claimForRun: [] }
-  const layerRounds: Record<ScaleOp, Array<Summary>> = { syncPass: [], claimEligibleForSession: [], claimForRun: [] }
+  const rawRounds: Record<ScaleOp, Array<Summary>> = {
+    syncPass: [],
+    claimEligibleForSession: [],
+    claimForRun: []
+  }
+  const layerRounds: Record<ScaleOp, Array<Summary>> = {
+    syncPass: [],
+    claimEligibleForSession: [],
+    claimForRun: []
+  }
   const timeRaw = (op: ScaleOp) => {
     for (let i = 0; i < warmup; i++) check(op, rawCall(raw, op, i % TARGETS))
     const samples = new Float64Array(ops)
@@ -201,7 +236,9 @@ const measure = async (filename: string, ops: number, warmup: number, rounds: nu
 
 const power = (n: number) => {
   const exponent = Math.round(Math.log10(n))
-  return 10 ** exponent === n ? `10${String(exponent).replace(/\d/g, (d) => "⁰¹²³⁴⁵⁶⁷⁸⁹"[Number(d)] ?? d)}` : String(n)
+  return 10 ** exponent === n
+    ? `10${String(exponent).replace(/\d/g, (d) => "⁰¹²³⁴⁵⁶⁷⁸⁹"[Number(d)] ?? d)}`
+    : String(n)
 }
 
 export const scalingSection: BenchSection = {
@@ -221,8 +258,22 @@ export const scalingSection: BenchSection = {
       populate(db, size)
       if (size === sizes[sizes.length - 1]) {
         const now = Date.now()
-        const forRun = queryPlan(db, SQL.claimForRun, ["t", now + 1, "claim-run-0", "claim-session-0", now, "t"])
-        const forSession = queryPlan(db, SQL.claimEligibleForSession, ["t", now + 1, "idle-session-0", now, "t", 10])
+        const forRun = queryPlan(db, SQL.claimForRun, [
+          "t",
+          now + 1,
+          "claim-run-0",
+          "claim-session-0",
+          now,
+          "t"
+        ])
+        const forSession = queryPlan(db, SQL.claimEligibleForSession, [
+          "t",
+          now + 1,
+          "idle-session-0",
+          now,
+          "t",
+          10
+        ])
         const list = queryPlan(db, SQL.list, ["claim-session-0", "claim-run-0", 10])
         plans = [
           ["claimForRun", forRun],
@@ -277,7 +328,10 @@ export const scalingSection: BenchSection = {
         `calls per cell after ${warmup} untimed, rotating over ${TARGETS} targets, median of 3 rounds, µs (median / p99). ` +
         "Claims are re-claims by the same claimant, which the store allows and which leave the state unchanged.",
       "",
-      table(["op", "resolved history", "raw floor", "our layer", "ratio med", "anchor (perf-anchors.md, µs med)"], rows),
+      table(
+        ["op", "resolved history", "raw floor", "our layer", "ratio med", "anchor (perf-anchors.md, µs med)"],
+        rows
+      ),
       "",
       `Growth of the median from ${first === undefined ? "?" : power(first.size)} to ${last === undefined ? "?" : power(last.size)} resolved intents:`,
       "",

@@ -127,7 +127,12 @@ export class RawStore {
     return this.statements.list.all(targetSessionId, runId, limit)
   }
 
-  claimForRun(runId: string, targetSessionId: string, token: string, leaseMs: number): ReadonlyArray<unknown> {
+  claimForRun(
+    runId: string,
+    targetSessionId: string,
+    token: string,
+    leaseMs: number
+  ): ReadonlyArray<unknown> {
     const now = Date.now()
     return this.statements.claimForRun.all(token, now + leaseMs, runId, targetSessionId, now, token)
   }
@@ -147,7 +152,14 @@ export class RawStore {
     limit: number
   ): ReadonlyArray<unknown> {
     const now = Date.now()
-    return this.statements.claimEligibleForSession.all(token, now + leaseMs, targetSessionId, now, token, limit)
+    return this.statements.claimEligibleForSession.all(
+      token,
+      now + leaseMs,
+      targetSessionId,
+      now,
+      token,
+      limit
+    )
   }
 
   resolve(intentId: string, token: string, resolution: string, messageId: string): ReadonlyArray<unknown> {

@@ -32,20 +32,45 @@ export const GOAL_RATIO = 1.5
  */
 const ANCHORS: Record<
   OpName,
-  { readonly label: string; readonly reference: string; readonly floorFull: string; readonly floorNormal: string }
+  {
+    readonly label: string
+    readonly reference: string
+    readonly floorFull: string
+    readonly floorNormal: string
+  }
 > = {
   ensure: { label: "ensure (new intent)", reference: "216 / 634", floorFull: "136 / 285", floorNormal: "30" },
-  list: { label: "find pending for run + session", reference: "27.8 / 64", floorFull: "4.4 / 7.3", floorNormal: "4.3" },
-  claimForRun: { label: "claim one intent", reference: "159 / 281", floorFull: "101 / 175", floorNormal: "12.4" },
+  list: {
+    label: "find pending for run + session",
+    reference: "27.8 / 64",
+    floorFull: "4.4 / 7.3",
+    floorNormal: "4.3"
+  },
+  claimForRun: {
+    label: "claim one intent",
+    reference: "159 / 281",
+    floorFull: "101 / 175",
+    floorNormal: "12.4"
+  },
   release: { label: "release", reference: "114 / 187", floorFull: "97 / 143", floorNormal: "8.7" },
-  makeEligible: { label: "make eligible", reference: "136 / 275", floorFull: "105 / 185", floorNormal: "12.9" },
+  makeEligible: {
+    label: "make eligible",
+    reference: "136 / 275",
+    floorFull: "105 / 185",
+    floorNormal: "12.9"
+  },
   claimEligibleForSession: {
     label: "claim eligible for a session (1 eligible, 5.5k rows)",
     reference: "515 / 704",
     floorFull: "113 / 251",
     floorNormal: "—"
   },
-  resolve: { label: "resolve (after claim)", reference: "170 / 340", floorFull: "118 / 200", floorNormal: "18.8" }
+  resolve: {
+    label: "resolve (after claim)",
+    reference: "170 / 340",
+    floorFull: "118 / 200",
+    floorNormal: "18.8"
+  }
 }
 
 type RoundResult = Record<OpName, Summary>
@@ -78,14 +103,21 @@ const rawRound = (filename: string, synchronous: Synchronous, plan: Plan, items:
   try {
     phase("ensure", (w) => store.ensure(w.raw).length)
     phase("list", (w) => store.list(w.raw.targetSessionId, w.raw.runId, 10).length)
-    phase("claimForRun", (w) => store.claimForRun(w.raw.runId, w.raw.targetSessionId, `token-${w.raw.runId}`, LEASE_MS).length)
+    phase(
+      "claimForRun",
+      (w) => store.claimForRun(w.raw.runId, w.raw.targetSessionId, `token-${w.raw.runId}`, LEASE_MS).length
+    )
     phase("release", (w) => (store.release(w.raw.intentId, `token-${w.raw.runId}`) ? 1 : 0))
     phase("makeEligible", (w) => store.makeEligible(w.raw.intentId).length)
     phase(
       "claimEligibleForSession",
       (w) => store.claimEligibleForSession(w.raw.targetSessionId, `token-${w.raw.runId}`, LEASE_MS, 10).length
     )
-    phase("resolve", (w) => store.resolve(w.raw.intentId, `token-${w.raw.runId}`, "fallback", `message-${w.raw.runId}`).length)
+    phase(
+      "resolve",
+      (w) =>
+        store.resolve(w.raw.intentId, `token-${w.raw.runId}`, "fallback", `message-${w.raw.runId}`).length
+    )
   } finally {
     store.close()
   }
@@ -117,18 +149,30 @@ export const layerPhases = (
     yield* phase("ensure", (w) => Effect.as(store.ensure(w.input), 1))
     yield* phase("list", (w) =>
       Effect.map(
-        store.list({ targetSessionId: w.input.targetSessionId, runId: w.input.runId, state: "pending", limit: 10 }),
+        store.list({
+          targetSessionId: w.input.targetSessionId,
+          runId: w.input.runId,
+          state: "pending",
+          limit: 10
+        }),
         (rows) => rows.length
       )
     )
     yield* phase("claimForRun", (w) =>
       Effect.map(
-        store.claimForRun({ runId: w.input.runId, targetSessionId: w.input.targetSessionId, token: token(w), leaseMs: LEASE_MS }),
+        store.claimForRun({
+          runId: w.input.runId,
+          targetSessionId: w.input.targetSessionId,
+          token: token(w),
+          leaseMs: LEASE_MS
+        }),
         (claimed) => (claimed._tag === "Some" ? 1 : 0)
       )
     )
     yield* phase("release", (w) =>
-      Effect.map(store.release({ intentId: w.raw.intentId, token: token(w) }), (released) => (released ? 1 : 0))
+      Effect.map(store.release({ intentId: w.raw.intentId, token: token(w) }), (released) =>
+        released ? 1 : 0
+      )
     )
     yield* phase("makeEligible", (w) => Effect.as(store.makeEligible({ intentId: w.raw.intentId }), 1))
     yield* phase("claimEligibleForSession", (w) =>
@@ -144,14 +188,22 @@ export const layerPhases = (
     )
     yield* phase("resolve", (w) =>
       Effect.as(
-        store.resolve({ intentId: w.raw.intentId, token: token(w), resolution: "fallback", messageId: `message-${w.input.runId}` }),
+        store.resolve({
+          intentId: w.raw.intentId,
+          token: token(w),
+          resolution: "fallback",
+          messageId: `message-${w.input.runId}`
+        }),
         1
       )
     )
   })
 }
 
-type Opener = (filename: string, synchronous: Synchronous) => Effect.Effect<TurnIntentStoreService, unknown, Scope.Scope>
+type Opener = (
+  filename: string,
+  synchronous: Synchronous
+) => Effect.Effect<TurnIntentStoreService, unknown, Scope.Scope>
 
 const layerRound = (
   open: Opener,
@@ -217,14 +269,47 @@ const sqlParity = async (context: BenchContext): Promise<ReadonlyArray<Check>> =
   )
   const w = workload("parity", 0)
   const token = "parity-token"
-  const calls: ReadonlyArray<readonly [OpName, (store: TurnIntentStoreService) => Effect.Effect<unknown, unknown>]> = [
+  const calls: ReadonlyArray<
+    readonly [OpName, (store: TurnIntentStoreService) => Effect.Effect<unknown, unknown>]
+  > = [
     ["ensure", (s) => s.ensure(w.input)],
-    ["list", (s) => s.list({ targetSessionId: w.input.targetSessionId, runId: w.input.runId, state: "pending", limit: 10 })],
-    ["claimForRun", (s) => s.claimForRun({ runId: w.input.runId, targetSessionId: w.input.targetSessionId, token, leaseMs: LEASE_MS })],
+    [
+      "list",
+      (s) =>
+        s.list({
+          targetSessionId: w.input.targetSessionId,
+          runId: w.input.runId,
+          state: "pending",
+          limit: 10
+        })
+    ],
+    [
+      "claimForRun",
+      (s) =>
+        s.claimForRun({
+          runId: w.input.runId,
+          targetSessionId: w.input.targetSessionId,
+          token,
+          leaseMs: LEASE_MS
+        })
+    ],
     ["release", (s) => s.release({ intentId: w.raw.intentId, token })],
     ["makeEligible", (s) => s.makeEligible({ intentId: w.raw.intentId })],
-    ["claimEligibleForSession", (s) => s.claimEligibleForSession({ targetSessionId: w.input.targetSessionId, token, leaseMs: LEASE_MS, limit: 10 })],
-    ["resolve", (s) => s.resolve({ intentId: w.raw.intentId, token, resolution: "fallback", messageId: "parity-message" })]
+    [
+      "claimEligibleForSession",
+      (s) =>
+        s.claimEligibleForSession({
+          targetSessionId: w.input.targetSessionId,
+          token,
+          leaseMs: LEASE_MS,
+          limit: 10
+        })
+    ],
+    [
+      "resolve",
+      (s) =>
+        s.resolve({ intentId: w.raw.intentId, token, resolution: "fallback", messageId: "parity-message" })
+    ]
   ]
   return Effect.runPromise(
     Effect.scoped(
@@ -290,7 +375,11 @@ export const storeSection: BenchSection = {
       const proto = normal.proto[op]
       const r = layer.median / raw.median
       const ok = r <= GOAL_RATIO
-      goals.push({ name: `${op} ≤ ${GOAL_RATIO}× raw`, ok, detail: `${ratio(r)} (${us(layer.median)} vs ${us(raw.median)} µs)` })
+      goals.push({
+        name: `${op} ≤ ${GOAL_RATIO}× raw`,
+        ok,
+        detail: `${ratio(r)} (${us(layer.median)} vs ${us(raw.median)} µs)`
+      })
       const anchor = ANCHORS[op]
       return [
         `\`${op}\``,
@@ -300,7 +389,9 @@ export const storeSection: BenchSection = {
         mark(ok),
         pair(proto),
         `${ratio(proto.median / raw.median)} (${ratio(proto.p99 / raw.p99)})`,
-        ...(full === undefined ? [] : [`${us(full.raw[op].median)} / ${us(full.layer[op].median)} / ${us(full.proto[op].median)}`]),
+        ...(full === undefined
+          ? []
+          : [`${us(full.raw[op].median)} / ${us(full.layer[op].median)} / ${us(full.proto[op].median)}`]),
         anchor.reference,
         `${anchor.floorFull} · ${anchor.floorNormal}`
       ]

@@ -36,7 +36,8 @@ export interface FastDatabaseOptions {
   readonly busyTimeoutMs?: number
 }
 
-const executeFailed = (cause: unknown) => new SqlError.SqlError({ cause, message: "Failed to execute statement" })
+const executeFailed = (cause: unknown) =>
+  new SqlError.SqlError({ cause, message: "Failed to execute statement" })
 
 const makeConnection = (db: Sqlite.Database): Connection => {
   // Bounded by the fixed set of SQL texts the stores use; cleared if something generates more.
@@ -50,8 +51,11 @@ const makeConnection = (db: Sqlite.Database): Connection => {
     }
     return statement
   }
-  const run = (statement: Sqlite.Statement, params: ReadonlyArray<unknown>): ReadonlyArray<unknown> =>
-    statement.reader ? statement.all(...params) : (statement.run(...params), [])
+  const run = (statement: Sqlite.Statement, params: ReadonlyArray<unknown>): ReadonlyArray<unknown> => {
+    if (statement.reader) return statement.all(...params)
+    statement.run(...params)
+    return []
+  }
   return {
     execute: (text, params, transformRows) =>
       Effect.try({
@@ -133,8 +137,9 @@ const open = (options: FastDatabaseOptions) =>
     })
     const prepare = (text: string): Prepared => {
       const statement = db.prepare(text)
-      const viaClient = (params: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<unknown>, SqlError.SqlError> =>
-        sql.unsafe(text, params)
+      const viaClient = (
+        params: ReadonlyArray<unknown>
+      ): Effect.Effect<ReadonlyArray<unknown>, SqlError.SqlError> => sql.unsafe(text, params)
       return {
         // Checked when the effect runs, not when it is built.
         all: (params) =>

@@ -18,17 +18,23 @@ export const validateFactsFast = (
   input: unknown
 ): Effect.Effect<{ readonly facts: FallbackFacts; readonly json: string }, InvalidFacts> =>
   Effect.suspend(() => {
-    if (typeof input === "object" && input !== null && Object.keys(input).every((key) => FACT_KEYS.has(key))) {
+    if (
+      typeof input === "object" &&
+      input !== null &&
+      Object.keys(input).every((key) => FACT_KEYS.has(key))
+    ) {
       const decoded = decodeFields(input)
       if (decoded._tag === "Right") {
         const json = JSON.stringify(decoded.right)
-        if (Buffer.byteLength(json, "utf8") <= MAX_FACTS_BYTES) return Effect.succeed({ facts: decoded.right, json })
+        if (Buffer.byteLength(json, "utf8") <= MAX_FACTS_BYTES)
+          return Effect.succeed({ facts: decoded.right, json })
       }
     }
     return Effect.map(validateFacts(input), (facts) => ({ facts, json: JSON.stringify(facts) }))
   })
 
-const validId = (value: string | null) => value === null || (value.length > 0 && value.length <= MAX_ID_LENGTH)
+const validId = (value: string | null) =>
+  value === null || (value.length > 0 && value.length <= MAX_ID_LENGTH)
 
 /** Same digest as src `intentId`; plain checks instead of five generator steps. */
 export const intentIdFast = (key: IntentKey): Effect.Effect<string, InvalidInput> =>

@@ -9,7 +9,13 @@
  * 3. argument checks as plain functions, one `Effect.suspend` per call instead of a generator.
  */
 import { Clock, Effect, Layer, Option, ParseResult, Schema } from "effect"
-import { ClaimNotHeld, IdentityCollision, IntentNotFound, InvalidInput, StoreFailure } from "../../src/domain/errors.ts"
+import {
+  ClaimNotHeld,
+  IdentityCollision,
+  IntentNotFound,
+  InvalidInput,
+  StoreFailure
+} from "../../src/domain/errors.ts"
 import { FallbackFacts } from "../../src/domain/facts.ts"
 import {
   type Cause,
@@ -27,7 +33,12 @@ import {
   type TurnIntentStoreService
 } from "../../src/store/turn-intent-store.ts"
 import { intentIdFast, validateFactsFast } from "./domain-fast.ts"
-import { FastDatabase, type FastDatabaseOptions, layer as fastDatabaseLayer, type Prepared } from "./database-fast.ts"
+import {
+  FastDatabase,
+  type FastDatabaseOptions,
+  layer as fastDatabaseLayer,
+  type Prepared
+} from "./database-fast.ts"
 
 const CAUSES: ReadonlySet<string> = new Set<Cause>([
   "agentCancelled",
@@ -54,7 +65,11 @@ const text = (row: Record<string, unknown>, column: string): string => {
 }
 const textOrNull = (row: Record<string, unknown>, column: string): string | null =>
   row[column] === null ? null : text(row, column)
-const member = <A extends string>(row: Record<string, unknown>, column: string, set: ReadonlySet<string>): A => {
+const member = <A extends string>(
+  row: Record<string, unknown>,
+  column: string,
+  set: ReadonlySet<string>
+): A => {
   const value = text(row, column)
   if (!set.has(value)) throw new BadRow(`${column} has unknown value ${value}`)
   return value as A
@@ -68,7 +83,8 @@ export const toIntent = (operation: string, row: unknown): TurnIntent => {
     if (Object.keys(r).length !== COLUMNS) throw new BadRow("unexpected columns")
     const json: unknown = JSON.parse(text(r, "fallback_facts_json"))
     if (typeof json !== "object" || json === null) throw new BadRow("facts are not an object")
-    for (const key of Object.keys(json)) if (!FACT_KEYS.has(key)) throw new BadRow(`unknown facts field ${key}`)
+    for (const key of Object.keys(json))
+      if (!FACT_KEYS.has(key)) throw new BadRow(`unknown facts field ${key}`)
     const facts = decodeFactsFields(json)
     if (facts._tag === "Left") throw new BadRow(ParseResult.TreeFormatter.formatErrorSync(facts.left))
     const expires = r.delivery_claim_expires_at
@@ -183,7 +199,8 @@ export const make = Effect.gen(function* () {
   ): Effect.Effect<ReadonlyArray<TurnIntent>, StoreFailure> =>
     prepared.all(params).pipe(
       Effect.mapError(
-        (error) => new StoreFailure({ operation, message: String(error.cause ?? error.message), cause: error })
+        (error) =>
+          new StoreFailure({ operation, message: String(error.cause ?? error.message), cause: error })
       ),
       Effect.flatMap((found) =>
         Effect.try({
@@ -206,7 +223,8 @@ export const make = Effect.gen(function* () {
   const ensureExisting = (input: EnsureIntent, id: string) =>
     Effect.gen(function* () {
       const found = yield* select("ensure", id)
-      if (Option.isNone(found)) return yield* new StoreFailure({ operation: "ensure", message: "row vanished" })
+      if (Option.isNone(found))
+        return yield* new StoreFailure({ operation: "ensure", message: "row vanished" })
       const existing = found.value
       const differs = IMMUTABLE_FIELDS.filter((field) => existing[field] !== input[field])
       if (differs.length > 0) return yield* new IdentityCollision({ intentId: id, fields: differs })
@@ -247,7 +265,8 @@ export const make = Effect.gen(function* () {
                   requestedAt,
                   input.eligible === true ? requestedAt : null
                 ]),
-                (inserted) => (inserted[0] !== undefined ? Effect.succeed(inserted[0]) : ensureExisting(input, id))
+                (inserted) =>
+                  inserted[0] !== undefined ? Effect.succeed(inserted[0]) : ensureExisting(input, id)
               )
             })
           )
@@ -263,21 +282,23 @@ export const make = Effect.gen(function* () {
   const claimForRun: TurnIntentStoreService["claimForRun"] = (input) =>
     checked(
       () =>
-        invalidId("runId", input.runId) ?? invalidId("targetSessionId", input.targetSessionId) ?? invalidClaim(input),
+        invalidId("runId", input.runId) ??
+        invalidId("targetSessionId", input.targetSessionId) ??
+        invalidClaim(input),
       () =>
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        Effect.map(
-          rows("claimForRun", statement.claimForRun, [
-            input.token,
-            now + input.leaseMs,
-            input.runId,
-            input.targetSessionId,
-            now,
-            input.token
-          ]),
-          (claimed) => Option.fromNullable(claimed[0])
+          Effect.map(
+            rows("claimForRun", statement.claimForRun, [
+              input.token,
+              now + input.leaseMs,
+              input.runId,
+              input.targetSessionId,
+              now,
+              input.token
+            ]),
+            (claimed) => Option.fromNullable(claimed[0])
+          )
         )
-      )
     )
 
   const claimEligibleForSession: TurnIntentStoreService["claimEligibleForSession"] = (input) =>
@@ -288,24 +309,25 @@ export const make = Effect.gen(function* () {
         invalidInteger("limit", input.limit, 1, MAX_LIST_LIMIT),
       () =>
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        Effect.map(
-          rows("claimEligibleForSession", statement.claimEligible, [
-            input.token,
-            now + input.leaseMs,
-            input.targetSessionId,
-            now,
-            input.token,
-            input.limit
-          ]),
-          // RETURNING order is unspecified; callers rely on eligibility order.
-          (claimed) =>
-            claimed.length < 2
-              ? claimed
-              : [...claimed].sort(
-                  (a, b) => ordinal(a.eligibleAt ?? "", b.eligibleAt ?? "") || ordinal(a.intentId, b.intentId)
-                )
+          Effect.map(
+            rows("claimEligibleForSession", statement.claimEligible, [
+              input.token,
+              now + input.leaseMs,
+              input.targetSessionId,
+              now,
+              input.token,
+              input.limit
+            ]),
+            // RETURNING order is unspecified; callers rely on eligibility order.
+            (claimed) =>
+              claimed.length < 2
+                ? claimed
+                : [...claimed].sort(
+                    (a, b) =>
+                      ordinal(a.eligibleAt ?? "", b.eligibleAt ?? "") || ordinal(a.intentId, b.intentId)
+                  )
+          )
         )
-      )
     )
 
   const makeEligible: TurnIntentStoreService["makeEligible"] = (input) =>
@@ -361,19 +383,25 @@ export const make = Effect.gen(function* () {
       () => invalidId("intentId", input.intentId) ?? invalidId("token", input.token),
       () =>
         statement.release.all([input.intentId, input.token]).pipe(
-        Effect.map((released) => released.length > 0),
-        Effect.mapError(
-          (error) =>
-            new StoreFailure({ operation: "release", message: String(error.cause ?? error.message), cause: error })
+          Effect.map((released) => released.length > 0),
+          Effect.mapError(
+            (error) =>
+              new StoreFailure({
+                operation: "release",
+                message: String(error.cause ?? error.message),
+                cause: error
+              })
+          )
         )
-      )
     )
 
   const list: TurnIntentStoreService["list"] = (query) =>
     checked(
       () =>
         invalidInteger("limit", query.limit, 1, MAX_LIST_LIMIT) ??
-        (query.targetSessionId === undefined ? undefined : invalidId("targetSessionId", query.targetSessionId)) ??
+        (query.targetSessionId === undefined
+          ? undefined
+          : invalidId("targetSessionId", query.targetSessionId)) ??
         (query.runId === undefined ? undefined : invalidId("runId", query.runId)) ??
         (["pending", "resolved", "all", undefined].includes(query.state)
           ? undefined
@@ -403,9 +431,20 @@ export const make = Effect.gen(function* () {
       }
     )
 
-  return TurnIntentStore.of({ ensure, get, claimForRun, claimEligibleForSession, makeEligible, resolve, release, list })
+  return TurnIntentStore.of({
+    ensure,
+    get,
+    claimForRun,
+    claimEligibleForSession,
+    makeEligible,
+    resolve,
+    release,
+    list
+  })
 })
 
 /** The prototype store and its database on one SQLite file. */
-export const layerSqlite = (options: FastDatabaseOptions): Layer.Layer<TurnIntentStore | FastDatabase, StoreFailure> =>
+export const layerSqlite = (
+  options: FastDatabaseOptions
+): Layer.Layer<TurnIntentStore | FastDatabase, StoreFailure> =>
   Layer.effect(TurnIntentStore, make).pipe(Layer.provideMerge(fastDatabaseLayer(options)))

@@ -25,7 +25,11 @@ export interface BranchMatch {
   readonly resolution: Resolution
 }
 
-const resolutionOf = (entry: BranchMessage, intentId: string, turnMessageId: string | undefined): Resolution =>
+const resolutionOf = (
+  entry: BranchMessage,
+  intentId: string,
+  turnMessageId: string | undefined
+): Resolution =>
   entry.customType === DEFERRED_TURN_TYPE
     ? "fallback"
     : turnMessageId === resolutionMessageId(intentId, "presentation")
@@ -47,7 +51,11 @@ export const findResolvingMessage = (
 }
 
 /** The natural message with the intent's identity added to its details. */
-export const withTurnIntent = (message: CustomMessage, intentId: string, kind: NaturalKind): CustomMessage => ({
+export const withTurnIntent = (
+  message: CustomMessage,
+  intentId: string,
+  kind: NaturalKind
+): CustomMessage => ({
   ...message,
   details: { ...message.details, turnIntentId: intentId, turnMessageId: resolutionMessageId(intentId, kind) }
 })

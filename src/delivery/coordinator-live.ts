@@ -44,7 +44,8 @@ export const make = (options: CoordinatorOptions = {}) =>
     }
     const serial = yield* Effect.makeSemaphore(1)
     const pass = syncPass(env)
-    const syncFallbacks: CoordinatorService["syncFallbacks"] = (trigger) => serial.withPermits(1)(pass(trigger))
+    const syncFallbacks: CoordinatorService["syncFallbacks"] = (trigger) =>
+      serial.withPermits(1)(pass(trigger))
     const service: CoordinatorService = {
       deliverNatural: deliverNatural(env),
       syncFallbacks,

@@ -45,7 +45,9 @@ export interface SyncReport {
 
 export interface CoordinatorService {
   /** Send a workflow prompt or result presentation; it is never silently dropped. */
-  readonly deliverNatural: (message: NaturalMessage) => Effect.Effect<NaturalReceipt, SendFailed | InvalidInput>
+  readonly deliverNatural: (
+    message: NaturalMessage
+  ) => Effect.Effect<NaturalReceipt, SendFailed | InvalidInput>
   /** One fallback synchronization pass for the current session. */
   readonly syncFallbacks: (trigger: SyncTrigger) => Effect.Effect<SyncReport, StoreFailure | InvalidInput>
   /** For the adapter's `agent_settled` handler: clear abort bookkeeping, then sync. */

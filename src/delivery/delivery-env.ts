@@ -1,5 +1,5 @@
 /** What natural delivery and fallback sync share inside one coordinator. */
-import { Duration, Effect, Either, Ref, Schedule } from "effect"
+import { Duration, Effect, type Either, Ref, Schedule } from "effect"
 import type { ClaimNotHeld, IntentNotFound, InvalidInput, StoreFailure } from "../domain/errors.ts"
 import { resolutionMessageId } from "../domain/identity.ts"
 import type { Resolution, TurnIntent } from "../domain/turn-intent.ts"

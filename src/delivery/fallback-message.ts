@@ -28,7 +28,8 @@ const CAUSE_TEXT: Record<TurnIntent["cause"], string> = {
 
 const MAX_DETAIL_FIELD = 200
 
-const clip = (text: string) => (text.length <= MAX_DETAIL_FIELD ? text : `${text.slice(0, MAX_DETAIL_FIELD - 1)}…`)
+const clip = (text: string) =>
+  text.length <= MAX_DETAIL_FIELD ? text : `${text.slice(0, MAX_DETAIL_FIELD - 1)}…`
 
 export interface FallbackDetails {
   readonly schema: typeof DEFERRED_TURN_MESSAGE_SCHEMA
@@ -77,7 +78,9 @@ export const fallbackContent = (intent: TurnIntent): string => {
     `- cause: ${facts.cause}`
   ]
   if (facts.nodeId !== null) {
-    lines.push(`- node: ${facts.nodeId === LAUNCH_NODE ? `${LAUNCH_NODE} (before any node ran)` : facts.nodeId}`)
+    lines.push(
+      `- node: ${facts.nodeId === LAUNCH_NODE ? `${LAUNCH_NODE} (before any node ran)` : facts.nodeId}`
+    )
   }
   if (facts.attemptId !== null) lines.push(`- attempt: ${facts.attemptId}`)
   if (facts.reason !== null) lines.push(`- reason: ${facts.reason}`)

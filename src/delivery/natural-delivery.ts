@@ -93,7 +93,12 @@ const deliver = (
         continue
       }
       const claimed = yield* Effect.either(
-        env.store.claimForRun({ runId: natural.runId, targetSessionId: sessionId, token, leaseMs: env.leaseMs })
+        env.store.claimForRun({
+          runId: natural.runId,
+          targetSessionId: sessionId,
+          token,
+          leaseMs: env.leaseMs
+        })
       )
       if (Either.isLeft(claimed)) {
         return yield* sendPlain(env, natural, `turn intent claim failed (${describeError(claimed.left)})`)

@@ -155,7 +155,12 @@ const conclude = (
   })
 
 /** Handle a stop request, with or without a visit in flight. */
-const onStop = (deps: RunnerDeps, run: ActiveRun, visit: VisitState | null, stop: StopRequest): Step =>
+const onStop = (
+  deps: RunnerDeps,
+  run: ActiveRun,
+  visit: VisitState | null,
+  stop: StopRequest
+): Effect.Effect<null, ClaimLost | StoreFailure> =>
   Effect.gen(function* () {
     if (stop._tag === "ClaimLost") return yield* onClaimLost(deps, run)
     const submitted = visit !== null && (yield* Deferred.isDone(visit.submitted))
@@ -352,7 +357,11 @@ export const runClaimed = (
   }).pipe(
     Effect.scoped,
     Effect.catchTags({
-      ClaimLost: () => Effect.asVoid(onClaimLost(deps, run)),
+      ClaimLost: () =>
+        onClaimLost(deps, run).pipe(
+          Effect.asVoid,
+          Effect.catchAll((error) => Effect.logError(`workflow run ${run.runId}: ${error.message}`))
+        ),
       // The claim stays until its lease expires; a later resume takes the run over.
       StoreFailure: (error) => Effect.logError(`workflow run ${run.runId}: store failure, runner stopped: ${error.message}`)
     }),

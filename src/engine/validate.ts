@@ -39,7 +39,7 @@ export interface LoadedWorkflow {
   readonly startAt: string
   readonly maxSteps: number
   readonly input: Check | null
-  readonly presentation: WorkflowDefinition["presentation"] | null
+  readonly presentation: NonNullable<WorkflowDefinition["presentation"]> | null
   readonly nodes: ReadonlyMap<string, LoadedNode>
   /** The outgoing edge of each node that has one. */
   readonly routes: ReadonlyMap<string, Route>

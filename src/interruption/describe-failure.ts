@@ -18,5 +18,4 @@ export const describeError = (error: unknown): string => {
 }
 
 /** Describe the first failure or defect of a cause. */
-export const describeCause = (cause: Cause.Cause<unknown>): string =>
-  describeError(Cause.squash(cause))
+export const describeCause = (cause: Cause.Cause<unknown>): string => describeError(Cause.squash(cause))

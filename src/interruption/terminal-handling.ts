@@ -50,7 +50,8 @@ export const persistEligible = (
       Effect.retry({
         schedule: Schedule.exponential(Duration.millis(options.retryBaseMs)),
         times: retries,
-        while: (error) => !(typeof error === "object" && "_tag" in error && error._tag === "IdentityCollision")
+        while: (error) =>
+          !(typeof error === "object" && "_tag" in error && error._tag === "IdentityCollision")
       }),
       Effect.exit
     )

@@ -157,7 +157,11 @@ export const makeFake = (
         const startedTurn = !lost && deliveryOptions.triggerTurn && s.phase === "idle"
         const [entryId, next] = lost
           ? [null, s]
-          : withEntry(s, { customType: message.customType, content: message.content, details: message.details })
+          : withEntry(s, {
+              customType: message.customType,
+              content: message.content,
+              details: message.details
+            })
         const record: SentRecord = {
           message,
           options: deliveryOptions,
@@ -171,7 +175,9 @@ export const makeFake = (
 
     const awaitIdle: PiSessionService["awaitIdle"] = Effect.flatMap(Deferred.make<void>(), (waiter) =>
       Ref.modify(state, (s): [Effect.Effect<void>, State] =>
-        s.phase === "idle" ? [Effect.void, s] : [Deferred.await(waiter), { ...s, waiters: [...s.waiters, waiter] }]
+        s.phase === "idle"
+          ? [Effect.void, s]
+          : [Deferred.await(waiter), { ...s, waiters: [...s.waiters, waiter] }]
       ).pipe(Effect.flatten)
     )
 
@@ -221,7 +227,8 @@ export const makeFake = (
       failSendsWhen: (predicate) => update((s) => ({ ...s, failWhen: predicate })),
       aborts: read((s) => s.aborts),
       onAbort: (hook) => update((s) => ({ ...s, abortHook: hook })),
-      setShuttingDown: (value) => update((s) => ({ ...s, lifecycle: { ...s.lifecycle, shuttingDown: value } })),
+      setShuttingDown: (value) =>
+        update((s) => ({ ...s, lifecycle: { ...s.lifecycle, shuttingDown: value } })),
       setUserHold: (value) => update((s) => ({ ...s, lifecycle: { ...s.lifecycle, userHold: value } })),
       setSessionId: (sessionId) => update((s) => ({ ...s, sessionId })),
       notifications: read((s) => s.notifications)

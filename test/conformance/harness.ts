@@ -43,7 +43,8 @@ const faulty = (store: TurnIntentStoreService, faults: Ref.Ref<Faults>): TurnInt
     ensure: (input) => guard("ensure")(store.ensure(input)),
     get: (id) => guard("get")(store.get(id)),
     claimForRun: (input) => guard("claimForRun")(store.claimForRun(input)),
-    claimEligibleForSession: (input) => guard("claimEligibleForSession")(store.claimEligibleForSession(input)),
+    claimEligibleForSession: (input) =>
+      guard("claimEligibleForSession")(store.claimEligibleForSession(input)),
     makeEligible: (input) => guard("makeEligible")(store.makeEligible(input)),
     resolve: (input) => guard("resolve")(store.resolve(input)),
     release: (input) => guard("release")(store.release(input)),

@@ -3,7 +3,12 @@ import { resolutionMessageId } from "../../src/domain/identity.ts"
 import { findResolvingMessage, isSameMessage, withTurnIntent } from "../../src/delivery/branch-repair.ts"
 import type { BranchMessage } from "../../src/session/pi-session.ts"
 
-const entry = (entryId: string, customType: string, details: unknown, content: unknown = "x"): BranchMessage => ({
+const entry = (
+  entryId: string,
+  customType: string,
+  details: unknown,
+  content: unknown = "x"
+): BranchMessage => ({
   entryId,
   customType,
   content,
@@ -11,7 +16,12 @@ const entry = (entryId: string, customType: string, details: unknown, content: u
 })
 
 describe("branch repair", () => {
-  const prompt = { customType: "pi-workflows-prompt", content: "next step", display: true, details: { runId: "r" } }
+  const prompt = {
+    customType: "pi-workflows-prompt",
+    content: "next step",
+    display: true,
+    details: { runId: "r" }
+  }
 
   it("marks natural messages with the intent and its stable message identity", () => {
     const marked = withTurnIntent(prompt, "deferred-turn:1", "presentation")
@@ -31,7 +41,10 @@ describe("branch repair", () => {
       entry("e4", "pi-workflows-result", withTurnIntent(prompt, "i-2", "presentation").details),
       entry("e5", "pi-workflows-deferred-turn", { schema: "x", turnIntentId: "i-3" })
     ]
-    expect(findResolvingMessage(branch, "i-1")).toMatchObject({ entry: { entryId: "e3" }, resolution: "workflowPrompt" })
+    expect(findResolvingMessage(branch, "i-1")).toMatchObject({
+      entry: { entryId: "e3" },
+      resolution: "workflowPrompt"
+    })
     expect(findResolvingMessage(branch, "i-2")?.resolution).toBe("presentation")
     expect(findResolvingMessage(branch, "i-3")?.resolution).toBe("fallback")
     expect(findResolvingMessage(branch, "i-4")).toBeNull()

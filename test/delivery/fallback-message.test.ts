@@ -39,7 +39,8 @@ const intent = (facts: Partial<FallbackFacts> = {}, cause: TurnIntent["cause"] =
 })
 
 // Claims this message must never make: that something was recovered, resumed or retried.
-const OVERCLAIMS = /recovered|recovery (ran|succeeded|happened)|has been (resumed|retried|restarted)|was (resumed|retried)/i
+const OVERCLAIMS =
+  /recovered|recovery (ran|succeeded|happened)|has been (resumed|retried|restarted)|was (resumed|retried)/i
 
 describe("fallback message", () => {
   it("uses the deferred-turn type, the v1 details schema and followUp + triggerTurn", () => {
@@ -60,7 +61,14 @@ describe("fallback message", () => {
 
   it("states the observed facts and asks to inspect durable state first", () => {
     const { content } = fallbackMessage(intent())
-    for (const fact of ["autoimplement", "run-1", "failed", "implement", "attempt-1", "tests failed: 3 of 40"]) {
+    for (const fact of [
+      "autoimplement",
+      "run-1",
+      "failed",
+      "implement",
+      "attempt-1",
+      "tests failed: 3 of 40"
+    ]) {
       expect(content).toContain(fact)
     }
     expect(content).toContain("workflow status run-1")
@@ -70,16 +78,24 @@ describe("fallback message", () => {
   })
 
   it("never claims that recovery happened, for any cause", () => {
-    for (const cause of ["agentCancelled", "timedOut", "failed", "launchFailed", "controllerInterrupted"] as const) {
+    for (const cause of [
+      "agentCancelled",
+      "timedOut",
+      "failed",
+      "launchFailed",
+      "controllerInterrupted"
+    ] as const) {
       expect(fallbackMessage(intent({ cause }, cause)).content).not.toMatch(OVERCLAIMS)
     }
   })
 
   it("handoff facts never describe the run as terminal", () => {
-    const { content } = fallbackMessage(intent(
-      { handoff: true, observedState: "handoff", cause: "claimLost", reason: "lease taken by runner B" },
-      "claimLost"
-    ))
+    const { content } = fallbackMessage(
+      intent(
+        { handoff: true, observedState: "handoff", cause: "claimLost", reason: "lease taken by runner B" },
+        "claimLost"
+      )
+    )
     expect(content).toMatch(/another runner may continue it/)
     expect(content).toMatch(/does not mean the run has ended/)
     expect(content).not.toMatch(/recorded as|\b(failed|cancelled|timed[ _]out|finished|terminal)\b/)

@@ -1,7 +1,15 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, TestClock } from "effect"
 import { resolutionMessageId } from "../../src/domain/identity.ts"
-import { FALLBACK, interrupted, makeHarness, prompt, provenance, run, terminal } from "../conformance/harness.ts"
+import {
+  FALLBACK,
+  interrupted,
+  makeHarness,
+  prompt,
+  provenance,
+  run,
+  terminal
+} from "../conformance/harness.ts"
 
 describe("fallback sync", () => {
   it.scoped("after settle: one fallback, followUp + triggerTurn, resolved with its message ID", () =>
@@ -13,8 +21,17 @@ describe("fallback sync", () => {
       const report = yield* h.settle(true)
       expect(report).toEqual({ delivered: [intentId], repaired: [], failed: [], skipped: null })
       const [sent] = yield* h.fake.sent
-      expect(sent).toMatchObject({ options: { deliverAs: "followUp", triggerTurn: true }, phase: "idle", startedTurn: true })
-      expect(sent?.message.details).toMatchObject({ schema: "pi-workflows.deferred-turn-message.v1", turnIntentId: intentId, runId: "run-1", cause: "agentCancelled" })
+      expect(sent).toMatchObject({
+        options: { deliverAs: "followUp", triggerTurn: true },
+        phase: "idle",
+        startedTurn: true
+      })
+      expect(sent?.message.details).toMatchObject({
+        schema: "pi-workflows.deferred-turn-message.v1",
+        turnIntentId: intentId,
+        runId: "run-1",
+        cause: "agentCancelled"
+      })
       expect((yield* h.intents)[0]).toMatchObject({
         resolution: "fallback",
         resolutionMessageId: resolutionMessageId(intentId ?? "", "fallback")
@@ -69,7 +86,12 @@ describe("fallback sync", () => {
       const h = yield* makeHarness()
       const { intentId } = yield* h.events.publish(terminal("failed", null))
       yield* h.fake.failNextSends(1)
-      expect(yield* h.coordinator.syncFallbacks("periodic")).toEqual({ delivered: [], repaired: [], failed: [intentId], skipped: null })
+      expect(yield* h.coordinator.syncFallbacks("periodic")).toEqual({
+        delivered: [],
+        repaired: [],
+        failed: [intentId],
+        skipped: null
+      })
       expect((yield* h.intents)[0]).toMatchObject({ resolvedAt: null, deliveryClaimToken: null })
       expect((yield* h.coordinator.syncFallbacks("periodic")).delivered).toEqual([intentId])
       expect(yield* h.sentOfType(FALLBACK)).toHaveLength(1)

@@ -1,7 +1,15 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Option, TestClock } from "effect"
 import { resolutionMessageId } from "../../src/domain/identity.ts"
-import { FALLBACK, interrupted, makeHarness, presentation, prompt, provenance, terminal } from "../conformance/harness.ts"
+import {
+  FALLBACK,
+  interrupted,
+  makeHarness,
+  presentation,
+  prompt,
+  provenance,
+  terminal
+} from "../conformance/harness.ts"
 
 const PROMPT = "pi-workflows-prompt"
 
@@ -99,7 +107,11 @@ describe("natural delivery", () => {
       const h = yield* makeHarness()
       const { intentId } = yield* h.events.publish(interrupted("timedOut"))
       const message = prompt("recover")
-      const details = { ...message.message.details, turnIntentId: intentId, turnMessageId: resolutionMessageId(intentId ?? "", "workflowPrompt") }
+      const details = {
+        ...message.message.details,
+        turnIntentId: intentId,
+        turnMessageId: resolutionMessageId(intentId ?? "", "workflowPrompt")
+      }
       yield* h.fake.appendBranch({ customType: PROMPT, content: "recover", details })
       const receipt = yield* h.coordinator.deliverNatural(message)
       expect(receipt).toEqual({ turnIntentId: intentId, sent: false, note: null })
@@ -112,7 +124,11 @@ describe("natural delivery", () => {
     Effect.gen(function* () {
       const h = yield* makeHarness()
       const { intentId } = yield* h.events.publish(interrupted("timedOut"))
-      yield* h.fake.appendBranch({ customType: PROMPT, content: "step 1", details: { turnIntentId: intentId } })
+      yield* h.fake.appendBranch({
+        customType: PROMPT,
+        content: "step 1",
+        details: { turnIntentId: intentId }
+      })
       const receipt = yield* h.coordinator.deliverNatural(prompt("step 2"))
       expect(receipt).toEqual({ turnIntentId: null, sent: true, note: null })
       expect((yield* h.fake.sent).map((r) => r.message.content)).toEqual(["step 2"])
@@ -124,7 +140,12 @@ describe("natural delivery", () => {
     Effect.gen(function* () {
       const h = yield* makeHarness({ coordinator: { leaseMs: 10_000, claimRetryMs: 1_000 } })
       const { intentId } = yield* h.events.publish(interrupted("timedOut"))
-      const held = yield* h.store.claimForRun({ runId: "run-1", targetSessionId: "session-1", token: "crashed-process", leaseMs: 10_000 })
+      const held = yield* h.store.claimForRun({
+        runId: "run-1",
+        targetSessionId: "session-1",
+        token: "crashed-process",
+        leaseMs: 10_000
+      })
       expect(Option.isSome(held)).toBe(true)
       const delivering = yield* Effect.fork(h.coordinator.deliverNatural(prompt("recover")))
       yield* TestClock.adjust(5_000)
@@ -139,10 +160,20 @@ describe("natural delivery", () => {
     Effect.gen(function* () {
       const h = yield* makeHarness({ coordinator: { claimRetryMs: 1_000 } })
       const { intentId } = yield* h.events.publish(interrupted("timedOut"))
-      yield* h.store.claimForRun({ runId: "run-1", targetSessionId: "session-1", token: "other", leaseMs: 30_000 })
+      yield* h.store.claimForRun({
+        runId: "run-1",
+        targetSessionId: "session-1",
+        token: "other",
+        leaseMs: 30_000
+      })
       const delivering = yield* Effect.fork(h.coordinator.deliverNatural(prompt("recover")))
       yield* TestClock.adjust(1_000)
-      yield* h.store.resolve({ intentId: intentId ?? "", token: "other", resolution: "fallback", messageId: "m" })
+      yield* h.store.resolve({
+        intentId: intentId ?? "",
+        token: "other",
+        resolution: "fallback",
+        messageId: "m"
+      })
       yield* TestClock.adjust(1_000)
       expect(yield* Fiber.join(delivering)).toEqual({ turnIntentId: null, sent: true, note: null })
       expect((yield* h.fake.sent)[0]?.message.details).not.toHaveProperty("turnIntentId")

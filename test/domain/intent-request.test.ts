@@ -35,7 +35,10 @@ describe("intent request", () => {
   })
 
   it("claim-loss facts are handoff facts; other facts are not", () => {
-    expect(request(interrupted("claimLost"))?.facts).toMatchObject({ handoff: true, observedState: "handoff" })
+    expect(request(interrupted("claimLost"))?.facts).toMatchObject({
+      handoff: true,
+      observedState: "handoff"
+    })
     expect(request(interrupted("controllerInterrupted"))?.facts.handoff).toBe(false)
     expect(request(terminal("failed", provenance("claimLost")))?.facts.handoff).toBe(false)
   })

@@ -8,7 +8,9 @@ describe("SourceEvents (live)", () => {
     Effect.gen(function* () {
       const h = yield* makeHarness()
       const abort = yield* h.events.publish(interrupted("agentCancelled", { reason: "agent asked" }))
-      const end = yield* h.events.publish(terminal("cancelled", provenance("agentCancelled"), { reason: "cancelled by agent" }))
+      const end = yield* h.events.publish(
+        terminal("cancelled", provenance("agentCancelled"), { reason: "cancelled by agent" })
+      )
       expect(end).toEqual({ intentId: abort.intentId, warning: null })
       const [intent, ...rest] = yield* h.intents
       expect(rest).toEqual([])
@@ -20,7 +22,9 @@ describe("SourceEvents (live)", () => {
   it.scoped("asynchronous failure after a successful start creates an already-eligible intent", () =>
     Effect.gen(function* () {
       const h = yield* makeHarness()
-      const result = yield* h.events.publish(terminal("failed", null, { reason: "scope must be a non-empty string" }))
+      const result = yield* h.events.publish(
+        terminal("failed", null, { reason: "scope must be a non-empty string" })
+      )
       expect(yield* h.fake.aborts).toBe(0)
       const [intent] = yield* h.intents
       expect(intent).toMatchObject({ intentId: result.intentId, cause: "failed" })
@@ -63,7 +67,10 @@ describe("SourceEvents (live)", () => {
       const h = yield* makeHarness()
       yield* h.fake.startTurn
       for (const kind of ["directCancel", "pause", "userHold", "shutdown"] as const) {
-        expect(yield* h.events.publish({ _tag: "Quiet", run: run(), kind })).toEqual({ intentId: null, warning: null })
+        expect(yield* h.events.publish({ _tag: "Quiet", run: run(), kind })).toEqual({
+          intentId: null,
+          warning: null
+        })
       }
       yield* h.events.publish(terminal("failed", null, { run: run({ origin: "command" }) }))
       yield* h.events.publish(terminal("cancelled", null))
@@ -101,7 +108,9 @@ describe("SourceEvents (live)", () => {
       const h = yield* makeHarness()
       yield* h.setFaults({ ensure: "fail" })
       yield* h.events.publish(interrupted("agentCancelled"))
-      const publishing = yield* Effect.fork(h.events.publish(terminal("cancelled", provenance("agentCancelled"))))
+      const publishing = yield* Effect.fork(
+        h.events.publish(terminal("cancelled", provenance("agentCancelled")))
+      )
       yield* TestClock.adjust("10 seconds")
       const result = yield* Fiber.join(publishing)
       expect(result.warning).toMatch(/could not preserve the successor-turn guarantee/)
@@ -116,7 +125,9 @@ describe("SourceEvents (live)", () => {
     Effect.gen(function* () {
       const h = yield* makeHarness({ interruptions: { terminal: { attempts: 2, attemptTimeoutMs: 1_000 } } })
       yield* h.setFaults({ ensure: "hang" })
-      const publishing = yield* Effect.fork(h.events.publish({ _tag: "LaunchFailed", run: run(), reason: "x" }))
+      const publishing = yield* Effect.fork(
+        h.events.publish({ _tag: "LaunchFailed", run: run(), reason: "x" })
+      )
       yield* TestClock.adjust("5 seconds")
       const result = yield* Fiber.join(publishing)
       expect(result.warning).toMatch(/could not preserve/)

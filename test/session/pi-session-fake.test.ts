@@ -128,7 +128,9 @@ describe("PiSession fake", () => {
         const session = yield* PiSession
         const fake = yield* PiSessionFake
         const entryId = yield* fake.appendBranch({ customType: "t", content: "crash", details: { k: 1 } })
-        expect(yield* session.branch).toEqual([{ entryId, customType: "t", content: "crash", details: { k: 1 } }])
+        expect(yield* session.branch).toEqual([
+          { entryId, customType: "t", content: "crash", details: { k: 1 } }
+        ])
         expect(yield* fake.sent).toEqual([])
         yield* fake.setSessionId("s2")
         expect(yield* session.sessionId).toBe("s2")

@@ -1,0 +1,161 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Either, Layer, Option, TestClock } from "effect"
+import { RunStore, type NewRun } from "../../src/store/run-store.ts"
+import { layerSqlite } from "../../src/store/run-store-sqlite.ts"
+import { tempDbPath } from "../support/temp-db.ts"
+
+const openStore = (filename: string) =>
+  Effect.map(Layer.build(layerSqlite({ filename })), (context) => Context.get(context, RunStore))
+
+const newRun = (runId: string, sessionId = "s1"): NewRun => ({
+  runId,
+  workflowName: "demo",
+  workflowRef: "demo@1",
+  revision: 1,
+  sourceFingerprint: "sha256:abc",
+  snapshot: { schema: "pi-workflows.definition-snapshot.v1" },
+  targetSessionId: sessionId,
+  origin: "tool",
+  input: { topic: "x" },
+  startAt: "first",
+  maxSteps: 10
+})
+
+const receipt = (runId: string, requestId: string, attemptId: string) => ({
+  schema: "pi-workflows.submit-receipt.v1" as const,
+  runId,
+  requestId,
+  nodeId: "first",
+  attemptId,
+  acceptedAt: "1970-01-01T00:00:00.000Z"
+})
+
+describe("RunStore (SQLite)", () => {
+  it.scoped("reserve enqueues one run per session and refuses a second without writing", () =>
+    Effect.gen(function* () {
+      const store = yield* openStore(yield* tempDbPath)
+      const run = yield* store.reserve(newRun("r1"))
+      expect(run.state).toBe("queued")
+      expect(run.currentNodeId).toBe("first")
+      expect(run.input).toEqual({ topic: "x" })
+      const second = yield* Effect.either(store.reserve(newRun("r2")))
+      expect(Either.isLeft(second) && second.left._tag).toBe("ReservationConflict")
+      expect(Either.isLeft(second) && second.left.message).toContain("r1")
+      expect(Option.isNone(yield* store.get("r2"))).toBe(true)
+      // Another session is independent.
+      expect((yield* store.reserve(newRun("r3", "s2"))).state).toBe("queued")
+      const queued = yield* store.nextQueued("s1")
+      expect(Option.map(queued, (r) => r.runId)).toEqual(Option.some("r1"))
+    })
+  )
+
+  it.scoped("claims: activate once, resume only without a live claim, never a terminal run", () =>
+    Effect.gen(function* () {
+      const store = yield* openStore(yield* tempDbPath)
+      yield* store.reserve(newRun("r1"))
+      const claimed = yield* store.claim({ runId: "r1", token: "t1", leaseMs: 1_000, mode: "activate" })
+      expect(claimed.state).toBe("running")
+      expect(claimed.claimToken).toBe("t1")
+      const again = yield* Effect.flip(store.claim({ runId: "r1", token: "t2", leaseMs: 1_000, mode: "activate" }))
+      expect(again._tag === "ClaimRefused" && again.reason).toBe("notQueued")
+      const held = yield* Effect.flip(store.claim({ runId: "r1", token: "t2", leaseMs: 1_000, mode: "resume" }))
+      expect(held._tag === "ClaimRefused" && held.reason).toBe("held")
+      yield* TestClock.adjust(1_001)
+      const taken = yield* store.claim({ runId: "r1", token: "t2", leaseMs: 1_000, mode: "resume" })
+      expect(taken.claimToken).toBe("t2")
+      expect(taken.claims).toBe(2)
+      yield* store.settle({ runId: "r1", token: "t2" }, { then: { _tag: "End", state: "completed", result: null } })
+      const ended = yield* store.get("r1")
+      expect(Option.map(ended, (r) => [r.state, r.result, r.claimToken])).toEqual(
+        Option.some(["completed", Option.some(null), null])
+      )
+      const terminal = yield* Effect.flip(store.claim({ runId: "r1", token: "t3", leaseMs: 1_000, mode: "resume" }))
+      expect(terminal._tag === "ClaimRefused" && terminal.reason).toBe("terminal")
+      const missing = yield* Effect.flip(store.claim({ runId: "nope", token: "t", leaseMs: 1_000, mode: "resume" }))
+      expect(missing._tag).toBe("RunNotFound")
+    })
+  )
+
+  it.scoped("fencing: a runner that lost its claim writes nothing (two connections, one file)", () =>
+    Effect.gen(function* () {
+      const filename = yield* tempDbPath
+      const a = yield* openStore(filename)
+      const b = yield* openStore(filename)
+      yield* a.reserve(newRun("r1"))
+      yield* a.claim({ runId: "r1", token: "A", leaseMs: 1_000, mode: "activate" })
+      const fenceA = { runId: "r1", token: "A" }
+      yield* a.startStep(fenceA, { nodeId: "first", attemptId: "att-a" })
+      yield* a.openRequest(fenceA, { requestId: "req-a", nodeId: "first", attemptId: "att-a" })
+      // Runner A stalls past its lease; runner B takes the run over.
+      yield* TestClock.adjust(5_000)
+      yield* b.claim({ runId: "r1", token: "B", leaseMs: 1_000, mode: "resume" })
+      const lost = [
+        yield* Effect.flip(a.renew(fenceA, 1_000)),
+        yield* Effect.flip(a.startStep(fenceA, { nodeId: "first", attemptId: "att-a2" })),
+        yield* Effect.flip(a.submit(fenceA, { requestId: "req-a", output: 1, receipt: receipt("r1", "req-a", "att-a") })),
+        yield* Effect.flip(a.settle(fenceA, { then: { _tag: "End", state: "failed" } })),
+        yield* Effect.flip(a.recordInterruption(fenceA, { cause: "timedOut", nodeId: "first", attemptId: "att-a", interruption: 0 }))
+      ]
+      expect(lost.map((e) => e._tag)).toEqual(["ClaimLost", "ClaimLost", "ClaimLost", "ClaimLost", "ClaimLost"])
+      const steps = yield* b.steps("r1")
+      expect(steps.map((s) => [s.attemptId, s.outcome])).toEqual([["att-a", null]])
+      expect(Option.map(yield* b.request("req-a"), (r) => r.state)).toEqual(Option.some("open"))
+      const run = yield* b.get("r1")
+      expect(Option.map(run, (r) => [r.state, r.claimToken, r.abort])).toEqual(Option.some(["running", "B", null]))
+      // B's writes go through.
+      expect(yield* b.renew({ runId: "r1", token: "B" }, 1_000)).toEqual({ pauseRequested: false, cancelRequested: null })
+    })
+  )
+
+  it.scoped("submit answers the request and ends the step ok in one transaction", () =>
+    Effect.gen(function* () {
+      const store = yield* openStore(yield* tempDbPath)
+      yield* store.reserve(newRun("r1"))
+      yield* store.claim({ runId: "r1", token: "t", leaseMs: 60_000, mode: "activate" })
+      const fence = { runId: "r1", token: "t" }
+      yield* store.startStep(fence, { nodeId: "first", attemptId: "att-1" })
+      yield* store.openRequest(fence, { requestId: "req-1", nodeId: "first", attemptId: "att-1" })
+      expect(Option.map(yield* store.get("r1"), (r) => r.openRequestId)).toEqual(Option.some("req-1"))
+      const answered = yield* store.submit(fence, { requestId: "req-1", output: { a: [1, null] }, receipt: receipt("r1", "req-1", "att-1") })
+      expect(answered.state).toBe("submitted")
+      expect(answered.receipt?.attemptId).toBe("att-1")
+      const steps = yield* store.steps("r1")
+      expect(steps.map((s) => [s.outcome, s.output])).toEqual([["ok", Option.some({ a: [1, null] })]])
+      const again = yield* Effect.flip(store.submit(fence, { requestId: "req-1", output: 2, receipt: receipt("r1", "req-1", "att-1") }))
+      expect(again._tag).toBe("RequestNotOpen")
+      const run = yield* store.get("r1")
+      expect(Option.map(run, (r) => [r.openRequestId, r.stepCount])).toEqual(Option.some([null, 1]))
+    })
+  )
+
+  it.scoped("pause and cancel act at once without a live claim and only flag a live owner", () =>
+    Effect.gen(function* () {
+      const store = yield* openStore(yield* tempDbPath)
+      yield* store.reserve(newRun("r1"))
+      expect((yield* store.requestPause("r1"))._tag).toBe("Refused")
+      yield* store.claim({ runId: "r1", token: "t", leaseMs: 1_000, mode: "activate" })
+      const fence = { runId: "r1", token: "t" }
+      yield* store.startStep(fence, { nodeId: "first", attemptId: "att-1" })
+      yield* store.openRequest(fence, { requestId: "req-1", nodeId: "first", attemptId: "att-1" })
+      const requested = yield* store.requestPause("r1")
+      expect([requested._tag, requested.run.pauseRequested]).toEqual(["Requested", true])
+      expect(yield* store.renew(fence, 1_000)).toEqual({ pauseRequested: true, cancelRequested: null })
+      const flagged = yield* store.cancel("r1", "user")
+      expect([flagged._tag, flagged.run.cancelRequested]).toEqual(["Requested", "user"])
+      yield* TestClock.adjust(2_000)
+      const cancelled = yield* store.cancel("r1", "user")
+      expect([cancelled._tag, cancelled.run.state, cancelled.run.error?.message]).toEqual([
+        "Cancelled",
+        "cancelled",
+        "cancelled by the user"
+      ])
+      expect(Option.map(yield* store.request("req-1"), (r) => [r.state, r.closedReason])).toEqual(
+        Option.some(["closed", "cancelled"])
+      )
+      expect((yield* store.steps("r1")).map((s) => s.outcome)).toEqual(["cancelled"])
+      expect((yield* store.cancel("r1", "user"))._tag).toBe("Refused")
+      // The session is free again.
+      expect((yield* store.reserve(newRun("r2"))).state).toBe("queued")
+    })
+  )
+})

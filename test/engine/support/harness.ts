@@ -1,0 +1,71 @@
+/**
+ * Builds a real Engine for a test: RunStore on a temp SQLite file, a registry of the given
+ * definitions, the recording coordinator and the recording SourceEvents sink. Two harnesses on
+ * one file are two independent runners (separate connections, separate in-memory state).
+ */
+import { Context, Effect, Layer, Option, Ref } from "effect"
+import type { SourceEvent } from "../../../src/domain/source-event.ts"
+import { Engine, type EngineConfig, layer as engineLayer } from "../../../src/engine/engine.ts"
+import { layerFromDefinitions, WorkflowRegistry, type WorkflowEntry } from "../../../src/engine/registry.ts"
+import { layerRecording } from "../../../src/interruption/source-events.ts"
+import { RunStore } from "../../../src/store/run-store.ts"
+import { layerSqlite } from "../../../src/store/run-store-sqlite.ts"
+import { tempDbPath } from "../../support/temp-db.ts"
+import { makeRecordingCoordinator } from "./fake-coordinator.ts"
+
+export interface HarnessOptions {
+  readonly definitions: ReadonlyArray<WorkflowEntry>
+  readonly config?: EngineConfig
+  /** Share a database file with another harness. */
+  readonly filename?: string
+}
+
+export const SESSION = "session-1"
+
+export const makeHarness = (options: HarnessOptions) =>
+  Effect.gen(function* () {
+    const filename = options.filename ?? (yield* tempDbPath)
+    const coordinator = yield* makeRecordingCoordinator
+    const events = yield* Ref.make<ReadonlyArray<SourceEvent>>([])
+    const ports = Layer.mergeAll(
+      layerSqlite({ filename }),
+      layerFromDefinitions(options.definitions),
+      coordinator.layer,
+      layerRecording(events)
+    )
+    const context = yield* Layer.build(engineLayer(options.config).pipe(Layer.provideMerge(ports)))
+    const engine = Context.get(context, Engine)
+    return {
+      filename,
+      engine,
+      store: Context.get(context, RunStore),
+      registry: Context.get(context, WorkflowRegistry),
+      coordinator,
+      events: Ref.get(events),
+      /** Start a run for SESSION and activate it; returns its ID. */
+      launch: (workflow: string, input: unknown = {}, origin: "tool" | "command" = "tool") =>
+        Effect.gen(function* () {
+          const started = yield* engine.start({ workflow, input, sessionId: SESSION, origin })
+          const active = yield* engine.activate(SESSION)
+          if (Option.isNone(active)) return yield* Effect.dieMessage("nothing activated")
+          return started.runId
+        })
+    }
+  })
+
+export type Harness = Effect.Effect.Success<ReturnType<typeof makeHarness>>
+
+/** Tags of the events published so far, for compact assertions. */
+export const eventTags = (events: ReadonlyArray<SourceEvent>) =>
+  events.map((event) => {
+    switch (event._tag) {
+      case "ActiveTurnInterrupted":
+        return `ActiveTurnInterrupted:${event.provenance.cause}`
+      case "RunTerminal":
+        return `RunTerminal:${event.state}`
+      case "Quiet":
+        return `Quiet:${event.kind}`
+      default:
+        return event._tag
+    }
+  })

@@ -1,0 +1,17 @@
+import { fileURLToPath } from "node:url"
+import { describe, expect, it } from "vitest"
+import { runNode } from "../support/node-child.ts"
+
+describe("examples/store.ts", () => {
+  it("runs to completion under Node with type stripping and prints its summary", async () => {
+    const script = fileURLToPath(new URL("../../examples/store.ts", import.meta.url))
+    const result = await runNode(script, [], process.cwd())
+    expect(result.stderr).toBe("")
+    expect(result.code).toBe(0)
+    expect(result.stdout).toContain("2. ensure again returns the same intent: true")
+    expect(result.stdout).toContain("4. a competing natural claim got: nothing")
+    expect(result.stdout).toMatch(/resolved {4}\S+ by fallback \(turn-message:[0-9a-f]{64}\)/)
+    expect(result.stdout).toContain("is not held (resolved)")
+    expect(result.stdout).toContain("7. list: 1 intent(s) for session-demo, 0 pending")
+  })
+})
