@@ -10,10 +10,11 @@ import { join } from "node:path"
 import type Sqlite from "better-sqlite3"
 import { Effect } from "effect"
 import type { TurnIntentStoreService } from "../src/store/turn-intent-store.ts"
-import { factsFor, LEASE_MS, nowUs, openLayerStore } from "./fixtures.ts"
+import { factsFor, LEASE_MS, nowUs, openLayerStore, openProtoStore } from "./fixtures.ts"
 import { type BenchSection, type Check, mark } from "./section.ts"
-import { openRaw, RawStore, SQL } from "./sql.ts"
+import { openRaw, PROBE_ELIGIBLE, RawStore, SQL } from "./sql.ts"
 import { combineRounds, ratio, type Summary, summarize, table, us } from "./stats.ts"
+import { timeSync } from "./timing.ts"
 
 const TARGETS = 100
 const OTHER_PENDING = 1_000
@@ -170,57 +171,40 @@ const planCheck = (name: string, plan: ReadonlyArray<string>, index: string): Ch
   }
 }
 
-type Measured = Record<ScaleOp, { readonly raw: Summary; readonly layer: Summary }>
+type Side = "raw" | "layer" | "proto"
+type Measured = Record<ScaleOp, Record<Side, Summary>>
 
 const measure = async (filename: string, ops: number, warmup: number, rounds: number): Promise<Measured> => {
   const raw = new RawStore(openRaw(filename))
-  const rawRounds: Record<ScaleOp, Array<Summary>> = {
-    syncPass: [],
-    claimEligibleForSession: [],
-    claimForRun: []
-  }
-  const layerRounds: Record<ScaleOp, Array<Summary>> = {
-    syncPass: [],
-    claimEligibleForSession: [],
-    claimForRun: []
-  }
-  const timeRaw = (op: ScaleOp) => {
-    for (let i = 0; i < warmup; i++) check(op, rawCall(raw, op, i % TARGETS))
-    const samples = new Float64Array(ops)
-    for (let i = 0; i < ops; i++) {
-      const start = nowUs()
-      const count = rawCall(raw, op, i % TARGETS)
-      samples[i] = nowUs() - start
-      check(op, count)
-    }
-    rawRounds[op].push(summarize(samples))
+  const samples: Record<ScaleOp, Record<Side, Array<Summary>>> = {
+    syncPass: { raw: [], layer: [], proto: [] },
+    claimEligibleForSession: { raw: [], layer: [], proto: [] },
+    claimForRun: { raw: [], layer: [], proto: [] }
   }
   try {
     await Effect.runPromise(
       Effect.scoped(
         Effect.gen(function* () {
-          const store = yield* openLayerStore(filename)
-          const timeLayer = (op: ScaleOp) =>
+          const stores = { layer: yield* openLayerStore(filename), proto: yield* openProtoStore(filename) }
+          const time = (side: Side, op: ScaleOp) =>
             Effect.gen(function* () {
-              for (let i = 0; i < warmup; i++) check(op, yield* layerCall(store, op, i % TARGETS))
-              const samples = new Float64Array(ops)
+              const call = (k: number) =>
+                side === "raw" ? Effect.sync(() => rawCall(raw, op, k)) : layerCall(stores[side], op, k)
+              for (let i = 0; i < warmup; i++) check(op, yield* call(i % TARGETS))
+              const out = new Float64Array(ops)
               for (let i = 0; i < ops; i++) {
                 const start = nowUs()
-                const count = yield* layerCall(store, op, i % TARGETS)
-                samples[i] = nowUs() - start
+                const count = yield* call(i % TARGETS)
+                out[i] = nowUs() - start
                 check(op, count)
               }
-              layerRounds[op].push(summarize(samples))
+              samples[op][side].push(summarize(out))
             })
+          const sides: ReadonlyArray<Side> = ["raw", "layer", "proto"]
           for (let round = 0; round < rounds; round++) {
             for (const op of SCALE_OPS) {
-              if (round % 2 === 0) {
-                timeRaw(op)
-                yield* timeLayer(op)
-              } else {
-                yield* timeLayer(op)
-                timeRaw(op)
-              }
+              for (let i = 0; i < sides.length; i++)
+                yield* time(sides[(i + round) % sides.length] as Side, op)
             }
           }
         })
@@ -230,8 +214,29 @@ const measure = async (filename: string, ops: number, warmup: number, rounds: nu
     raw.close()
   }
   return Object.fromEntries(
-    SCALE_OPS.map((op) => [op, { raw: combineRounds(rawRounds[op]), layer: combineRounds(layerRounds[op]) }])
+    SCALE_OPS.map((op) => [
+      op,
+      {
+        raw: combineRounds(samples[op].raw),
+        layer: combineRounds(samples[op].layer),
+        proto: combineRounds(samples[op].proto)
+      }
+    ])
   ) as Measured
+}
+
+/** The proposed read-only probe on the idle targets: what a sync pass with nothing to claim could cost. */
+const probeSyncPass = (filename: string, ops: number, warmup: number): Summary => {
+  const db = openRaw(filename)
+  try {
+    const probe = db.prepare(PROBE_ELIGIBLE)
+    return timeSync({ ops, warmup, rounds: 3 }, (i) => {
+      const found = probe.all(target.idle(i % TARGETS).session, Date.now(), token(i % TARGETS))
+      if (found.length !== 0) throw new Error("probe: idle target has something eligible")
+    })
+  } finally {
+    db.close()
+  }
 }
 
 const power = (n: number) => {
@@ -248,7 +253,7 @@ export const scalingSection: BenchSection = {
     const sizes = context.quick ? [100, 10_000] : [100, 10_000, 100_000]
     const ops = context.quick ? 300 : 2_000
     const warmup = context.quick ? 50 : 300
-    const results: Array<{ readonly size: number; readonly measured: Measured }> = []
+    const results: Array<{ readonly size: number; readonly measured: Measured; readonly probe: Summary }> = []
     let plans: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = []
     const checks: Array<Check> = []
     for (const size of sizes) {
@@ -275,20 +280,27 @@ export const scalingSection: BenchSection = {
           10
         ])
         const list = queryPlan(db, SQL.list, ["claim-session-0", "claim-run-0", 10])
+        const probe = queryPlan(db, PROBE_ELIGIBLE, ["idle-session-0", now, "t"])
         plans = [
           ["claimForRun", forRun],
           ["claimEligibleForSession (also the sync pass)", forSession],
-          ["list (session + run, pending)", list]
+          ["list (session + run, pending)", list],
+          ["proposed sync-pass probe", probe]
         ]
         checks.push(
           planCheck("claimForRun", forRun, "workflow_turn_intents_pending_by_run"),
           planCheck("claimEligibleForSession", forSession, "workflow_turn_intents_eligible_by_session"),
-          planCheck("list pending for run + session", list, "workflow_turn_intents_pending_by_run")
+          planCheck("list pending for run + session", list, "workflow_turn_intents_pending_by_run"),
+          planCheck("proposed sync-pass probe", probe, "workflow_turn_intents_eligible_by_session")
         )
       }
       db.close()
       context.log(`  scaling ${size}: populated in ${Date.now() - started} ms`)
-      results.push({ size, measured: await measure(filename, ops, warmup, 3) })
+      results.push({
+        size,
+        measured: await measure(filename, ops, warmup, 3),
+        probe: probeSyncPass(filename, ops, warmup)
+      })
       context.log(`  scaling ${size}: measured`)
     }
 
@@ -301,6 +313,8 @@ export const scalingSection: BenchSection = {
           `${us(m.raw.median)} / ${us(m.raw.p99)}`,
           `${us(m.layer.median)} / ${us(m.layer.p99)}`,
           ratio(m.layer.median / m.raw.median),
+          `${us(m.proto.median)} / ${us(m.proto.p99)}`,
+          ratio(m.proto.median / m.raw.median),
           op === "claimEligibleForSession" && size === 100_000 ? "reference 22,547 · floor ~117" : ""
         ]
       })
@@ -314,13 +328,14 @@ export const scalingSection: BenchSection = {
         : SCALE_OPS.map((op) => {
             const layerGrowth = last.measured[op].layer.median / first.measured[op].layer.median
             const rawGrowth = last.measured[op].raw.median / first.measured[op].raw.median
+            const protoGrowth = last.measured[op].proto.median / first.measured[op].proto.median
             const ok = layerGrowth <= GROWTH_LIMIT
             goals.push({
               name: `${op}: cost flat from ${power(first.size)} to ${power(last.size)} resolved`,
               ok,
               detail: `layer ${ratio(layerGrowth)}, raw ${ratio(rawGrowth)} (limit ${GROWTH_LIMIT}×)`
             })
-            return [LABEL[op], ratio(rawGrowth), ratio(layerGrowth), mark(ok)]
+            return [LABEL[op], ratio(rawGrowth), ratio(layerGrowth), ratio(protoGrowth), mark(ok)]
           })
     const markdown = [
       `Resolved intents in history (spread over the sessions and runs being claimed) plus ${OTHER_PENDING.toLocaleString("en")} ` +
@@ -329,13 +344,29 @@ export const scalingSection: BenchSection = {
         "Claims are re-claims by the same claimant, which the store allows and which leave the state unchanged.",
       "",
       table(
-        ["op", "resolved history", "raw floor", "our layer", "ratio med", "anchor (perf-anchors.md, µs med)"],
+        [
+          "op",
+          "resolved history",
+          "raw floor",
+          "our layer",
+          "ratio med",
+          "prototype",
+          "proto ratio",
+          "anchor (perf-anchors.md, µs med)"
+        ],
         rows
       ),
       "",
       `Growth of the median from ${first === undefined ? "?" : power(first.size)} to ${last === undefined ? "?" : power(last.size)} resolved intents:`,
       "",
-      table(["op", "raw", "layer", `flat (≤ ${GROWTH_LIMIT}×)`], growthRows),
+      table(["op", "raw", "layer", "prototype", `layer flat (≤ ${GROWTH_LIMIT}×)`], growthRows),
+      "",
+      "Proposal (not in src): most sync passes find nothing, and an `UPDATE` that matches nothing still opens and " +
+        "commits a write transaction and takes the database's write lock. A read-only probe on the same partial " +
+        "index first (`PROBE_ELIGIBLE` in bench/sql.ts), and the claim `UPDATE` only when it finds a row, costs (raw, µs " +
+        `median / p99): ${results.map((r) => `${power(r.size)}: ${us(r.probe.median)} / ${us(r.probe.p99)} vs ${us(r.measured.syncPass.raw.median)} / ${us(r.measured.syncPass.raw.p99)}`).join("; ")}. ` +
+        "It is safe without a transaction: an intent that becomes claimable just after the probe is the next pass's, " +
+        "exactly as if this pass had run a moment earlier, and the UPDATE stays conditional.",
       "",
       `Query plans (on the ${last === undefined ? "?" : power(last.size)} database):`,
       "",

@@ -54,6 +54,16 @@ export const SQL = {
 
 export type OpName = keyof typeof SQL
 
+/**
+ * Proposed, not in src: a read-only probe before the claim UPDATE of a sync pass. An UPDATE
+ * that matches nothing still opens and commits a write transaction (and takes the file's write
+ * lock); the probe answers "nothing to claim" from the partial index alone.
+ */
+export const PROBE_ELIGIBLE = `SELECT 1 FROM workflow_turn_intents
+  WHERE target_session_id = ? AND resolved_at IS NULL AND eligible_at IS NOT NULL
+    AND (delivery_claim_token IS NULL OR delivery_claim_expires_at <= ? OR delivery_claim_token = ?)
+  LIMIT 1`
+
 export const normalizeSql = (text: string): string => text.replace(/\s+/g, " ").replace(/\( /g, "(").trim()
 
 export type Synchronous = "NORMAL" | "FULL"

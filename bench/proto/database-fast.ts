@@ -13,6 +13,7 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import Sqlite from "better-sqlite3"
 import { Context, Effect, Layer, Scope } from "effect"
 import { StoreFailure } from "../../src/domain/errors.ts"
+import { Database, type DatabaseService } from "../../src/store/database.ts"
 import { CONTROLLER_SCHEMA, controllerSchemaStatements } from "../../src/store/schema.ts"
 
 export interface Prepared {
@@ -150,15 +151,38 @@ const open = (options: FastDatabaseOptions) =>
           )
       }
     }
-    return { sql, service: { filename: options.filename, prepare } satisfies FastDatabaseService }
+    const immediate: DatabaseService["immediate"] = SqlClient.makeWithTransaction({
+      transactionTag: SqlClient.TransactionConnection,
+      spanAttributes: [],
+      acquireConnection: Effect.flatMap(Scope.make(), (scope) =>
+        Effect.map(Scope.extend(sql.reserve, scope), (conn) => [scope, conn] as const)
+      ),
+      begin: (conn) => conn.executeUnprepared("BEGIN IMMEDIATE", [], undefined),
+      savepoint: (conn, id) => conn.executeUnprepared(`SAVEPOINT effect_sql_${id}`, [], undefined),
+      commit: (conn) => conn.executeUnprepared("COMMIT", [], undefined),
+      rollback: (conn) => conn.executeUnprepared("ROLLBACK", [], undefined),
+      rollbackSavepoint: (conn, id) =>
+        conn.executeUnprepared(`ROLLBACK TO SAVEPOINT effect_sql_${id}`, [], undefined)
+    })
+    return {
+      sql,
+      database: { filename: options.filename, immediate } satisfies DatabaseService,
+      service: { filename: options.filename, prepare } satisfies FastDatabaseService
+    }
   })
 
-/** FastDatabase + SqlClient on one handle (the prototype skips the legacy-store checks of `open`). */
+/**
+ * FastDatabase + Database + SqlClient on one handle: a drop-in for the src Database layer (the
+ * prototype skips the legacy-store checks of its `open`).
+ */
 export const layer = (
   options: FastDatabaseOptions
-): Layer.Layer<FastDatabase | SqlClient.SqlClient, StoreFailure> =>
+): Layer.Layer<FastDatabase | Database | SqlClient.SqlClient, StoreFailure> =>
   Layer.scopedContext(
-    Effect.map(open(options), ({ sql, service }) =>
-      Context.make(FastDatabase, service).pipe(Context.add(SqlClient.SqlClient, sql))
+    Effect.map(open(options), ({ sql, database, service }) =>
+      Context.make(FastDatabase, service).pipe(
+        Context.add(Database, database),
+        Context.add(SqlClient.SqlClient, sql)
+      )
     )
   ).pipe(Layer.provide(Reactivity.layer))

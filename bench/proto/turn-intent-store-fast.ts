@@ -8,6 +8,7 @@
  *    size (the column's CHECK bounds the stored text to the same 64 KiB);
  * 3. argument checks as plain functions, one `Effect.suspend` per call instead of a generator.
  */
+import type { SqlClient } from "@effect/sql"
 import { Clock, Effect, Layer, Option, ParseResult, Schema } from "effect"
 import {
   ClaimNotHeld,
@@ -24,6 +25,7 @@ import {
   type Resolution,
   type TurnIntent
 } from "../../src/domain/turn-intent.ts"
+import type { Database } from "../../src/store/database.ts"
 import {
   type Claim,
   type EnsureIntent,

@@ -16,7 +16,7 @@ import type { LoadedNode, LoadedWorkflow } from "./validate.ts"
 export type StopRequest =
   | { readonly _tag: "Cancel"; readonly by: "agent" | "user" }
   | { readonly _tag: "Park"; readonly reason: string; readonly quiet: QuietKind | null }
-  | { readonly _tag: "Interrupt"; readonly reason: string; readonly then: "park" | "fail" }
+  | { readonly _tag: "Interrupt"; readonly reason: string; readonly afterwards: "park" | "fail" }
   | { readonly _tag: "ClaimLost" }
 
 export interface VisitState {

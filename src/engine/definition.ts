@@ -40,10 +40,7 @@ export interface PresentationContext {
  * number: that many milliseconds. `null`: no elapsed-time deadline. A callback: resolved (within
  * 30 s) to one of the two.
  */
-export type TimeoutMs =
-  | number
-  | null
-  | ((context: StepContext) => number | null | PromiseLike<number | null>)
+export type TimeoutMs = number | null | ((context: StepContext) => number | null | PromiseLike<number | null>)
 
 /** A check of JSON data: a function returning `true` or a problem, or an Effect Schema. */
 export type JsonCheck = ((value: unknown) => true | string) | Schema.Schema.AnyNoContext

@@ -65,12 +65,20 @@ export interface EngineService {
   /** Validate and reserve a run (one queued/active run per session); it starts on `activate`. */
   readonly start: (
     input: StartInput
-  ) => Effect.Effect<RunSummary, WorkflowNotFound | InvalidWorkflowInput | InvalidInput | ReservationConflict | StoreFailure>
+  ) => Effect.Effect<
+    RunSummary,
+    WorkflowNotFound | InvalidWorkflowInput | InvalidInput | ReservationConflict | StoreFailure
+  >
   /** Claim and start the session's queued run, if any. A launch failure ends it `failed`. */
   readonly activate: (sessionId: string) => Effect.Effect<Option.Option<RunSummary>, StoreFailure>
-  readonly submit: (input: SubmitInput) => Effect.Effect<SubmitReceipt, SubmitRejected | ClaimLost | StoreFailure>
+  readonly submit: (
+    input: SubmitInput
+  ) => Effect.Effect<SubmitReceipt, SubmitRejected | ClaimLost | StoreFailure>
   /** `agent`: the `workflow` tool; `user`: `/workflow cancel`. */
-  readonly cancel: (runId: string, options: { readonly by: "agent" | "user" }) => Effect.Effect<RunSummary, ControlError>
+  readonly cancel: (
+    runId: string,
+    options: { readonly by: "agent" | "user" }
+  ) => Effect.Effect<RunSummary, ControlError>
   /** Hold at the next step boundary (`waiting`) until `resume`. */
   readonly pause: (runId: string) => Effect.Effect<RunSummary, ControlError>
   /** Stop without a terminal state; `resume` reruns the node in flight. Runs here only. */
@@ -78,7 +86,7 @@ export interface EngineService {
   /** An operator stops the active agent turn; the run is then parked (handoff) or failed. */
   readonly interrupt: (
     runId: string,
-    options: { readonly reason: string; readonly then: "park" | "fail" }
+    options: { readonly reason: string; readonly afterwards: "park" | "fail" }
   ) => Effect.Effect<RunSummary, ControlError>
   /** Take over a waiting, parked or lease-expired run (claim transfer). */
   readonly resume: (
@@ -87,6 +95,8 @@ export interface EngineService {
   /** Resume every parked or lease-expired (not waiting) run of the session. */
   readonly recover: (sessionId: string) => Effect.Effect<RecoverReport, StoreFailure>
   readonly status: (runId: string) => Effect.Effect<RunStatus, RunNotFound | StoreFailure>
+  /** The session's queued, running or waiting run (at most one), for tool calls without a run ID. */
+  readonly active: (sessionId: string) => Effect.Effect<Option.Option<RunSummary>, StoreFailure>
   /** The session's runs, newest first. */
   readonly list: (
     sessionId: string,
@@ -108,8 +118,14 @@ const settingsOf = (config: EngineConfig): EngineSettings => ({
 
 const runIdOf = (name: string, now: number) =>
   Effect.map(newId("x"), (id) => {
-    const stamp = new Date(now).toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z")
-    const slug = name.toLowerCase().replace(/[^a-z0-9]+/g, "-").slice(0, 64)
+    const stamp = new Date(now)
+      .toISOString()
+      .replace(/[-:]/g, "")
+      .replace(/\.\d+Z$/, "Z")
+    const slug = name
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, "-")
+      .slice(0, 64)
     return `${stamp}-${slug}-${id.slice(2, 10)}`
   })
 
@@ -146,7 +162,10 @@ export const make = (config: EngineConfig = {}) =>
     const now = Clock.currentTimeMillis
     const activeRun = (runId: string) => Effect.map(Ref.get(handles), (map) => map.get(runId))
     const requireRun = (runId: string) =>
-      Effect.flatMap(store.get(runId), Option.match({ onNone: () => new RunNotFound({ runId }), onSome: Effect.succeed }))
+      Effect.flatMap(
+        store.get(runId),
+        Option.match({ onNone: () => new RunNotFound({ runId }), onSome: Effect.succeed })
+      )
     const summary = (runId: string) =>
       Effect.flatMap(requireRun(runId), (record) => Effect.map(now, (at) => summarize(record, at)))
 
@@ -182,8 +201,15 @@ export const make = (config: EngineConfig = {}) =>
 
     const start: EngineService["start"] = (input) =>
       Effect.gen(function* () {
-        if (typeof input.sessionId !== "string" || input.sessionId.length === 0 || input.sessionId.length > 512) {
-          return yield* new InvalidInput({ field: "sessionId", message: "sessionId must be a non-empty string" })
+        if (
+          typeof input.sessionId !== "string" ||
+          input.sessionId.length === 0 ||
+          input.sessionId.length > 512
+        ) {
+          return yield* new InvalidInput({
+            field: "sessionId",
+            message: "sessionId must be a non-empty string"
+          })
         }
         const registered = yield* registry.get(input.workflow)
         const workflow = registered.workflow
@@ -210,7 +236,8 @@ export const make = (config: EngineConfig = {}) =>
     const launchCheck = (record: RunRecord) =>
       Effect.gen(function* () {
         const found = yield* Effect.either(registry.get(record.workflowName))
-        if (found._tag === "Left") return { problem: `workflow "${record.workflowName}" is no longer loaded` } as const
+        if (found._tag === "Left")
+          return { problem: `workflow "${record.workflowName}" is no longer loaded` } as const
         const changed = sourceProblem(record, found.right)
         if (changed !== null) return { problem: changed.message } as const
         const invalid = found.right.workflow.input?.(record.input) ?? null
@@ -225,14 +252,19 @@ export const make = (config: EngineConfig = {}) =>
         const token = yield* newId("claim")
         const claimed = yield* store
           .claim({ runId: queued.value.runId, token, leaseMs: settings.leaseMs, mode: "activate" })
-          .pipe(Effect.catchTags({ RunNotFound: () => Effect.succeed(null), ClaimRefused: () => Effect.succeed(null) }))
+          .pipe(
+            Effect.catchTags({
+              RunNotFound: () => Effect.succeed(null),
+              ClaimRefused: () => Effect.succeed(null)
+            })
+          )
         // Another process activated it first.
         if (claimed === null) return Option.none()
         const check = yield* launchCheck(claimed)
         if ("problem" in check) {
           const error = { message: check.problem, nodeId: null, original: null }
           const ended = yield* store
-            .settle({ runId: claimed.runId, token }, { then: { _tag: "End", state: "failed", error } })
+            .settle({ runId: claimed.runId, token }, { next: { _tag: "End", state: "failed", error } })
             .pipe(Effect.catchTag("ClaimLost", () => Effect.succeed(null)))
           if (ended === null) return Option.none()
           yield* events.publish({ _tag: "LaunchFailed", run: runRefOf(claimed), reason: check.problem })
@@ -305,20 +337,24 @@ export const make = (config: EngineConfig = {}) =>
         const record = yield* requireRun(runId)
         const refuse = (problem: string) =>
           new InvalidRunState({ runId, state: record.state, action: "resume", problem })
-        if ((yield* activeRun(runId)) !== undefined) return yield* refuse("it is already running in this process")
+        if ((yield* activeRun(runId)) !== undefined)
+          return yield* refuse("it is already running in this process")
         if (isTerminal(record.state)) return yield* refuse("it has already ended")
-        if (record.state === "queued") return yield* refuse("it has not started yet; it starts when activated")
+        if (record.state === "queued")
+          return yield* refuse("it has not started yet; it starts when activated")
         const registered = yield* registry.get(record.workflowName)
         const changed = sourceProblem(record, registered)
         if (changed !== null) return yield* changed
         const token = yield* newId("claim")
-        const claimed = yield* store.claim({ runId, token, leaseMs: settings.leaseMs, mode: "resume" }).pipe(
-          Effect.catchTag("ClaimRefused", (refused) =>
-            refused.reason === "held"
-              ? Effect.fail<RunBusy | InvalidRunState>(new RunBusy({ runId }))
-              : Effect.fail(refuse(refused.message))
+        const claimed = yield* store
+          .claim({ runId, token, leaseMs: settings.leaseMs, mode: "resume" })
+          .pipe(
+            Effect.catchTag("ClaimRefused", (refused) =>
+              refused.reason === "held"
+                ? Effect.fail<RunBusy | InvalidRunState>(new RunBusy({ runId }))
+                : Effect.fail(refuse(refused.message))
+            )
           )
-        )
         yield* spawn(claimed, token, registered)
         return summarize(claimed, yield* now)
       })
@@ -355,6 +391,16 @@ export const make = (config: EngineConfig = {}) =>
         return runs.map((run) => summarize(run, at))
       })
 
+    const active: EngineService["active"] = (sessionId) =>
+      Effect.gen(function* () {
+        // One reservation per session: at most one such run exists, and it is among the newest.
+        const runs = yield* store.listBySession(sessionId, 20)
+        const at = yield* now
+        return Option.map(Option.fromNullable(runs.find((run) => !isTerminal(run.state))), (run) =>
+          summarize(run, at)
+        )
+      })
+
     const awaitRun: EngineService["await"] = (runId) =>
       Effect.gen(function* () {
         const run = yield* activeRun(runId)
@@ -386,10 +432,15 @@ export const make = (config: EngineConfig = {}) =>
       pause,
       park: (runId, reason) => signal(runId, "park", { _tag: "Park", reason, quiet: null }),
       interrupt: (runId, options) =>
-        signal(runId, "interrupt", { _tag: "Interrupt", reason: options.reason, then: options.then }),
+        signal(runId, "interrupt", {
+          _tag: "Interrupt",
+          reason: options.reason,
+          afterwards: options.afterwards
+        }),
       resume,
       recover,
       status,
+      active,
       list,
       await: awaitRun,
       shutdown

@@ -16,10 +16,17 @@ export interface RegisteredWorkflow {
   readonly origin: string
 }
 
-/** A definition object, optionally with the text of the module it came from. */
-export type WorkflowEntry =
-  | unknown
-  | { readonly definition: unknown; readonly source?: string; readonly origin?: string }
+/**
+ * A definition object, or one wrapped with where it came from: the module's text (`source`) or
+ * a hex SHA-256 of it (`sourceHash`, as file discovery computes it) fingerprints the run.
+ */
+export interface WrappedEntry {
+  readonly definition: unknown
+  readonly source?: string
+  readonly sourceHash?: string
+  readonly origin?: string
+}
+export type WorkflowEntry = unknown
 
 export interface WorkflowRegistryService {
   readonly get: (name: string) => Effect.Effect<RegisteredWorkflow, WorkflowNotFound>
@@ -33,18 +40,16 @@ export class WorkflowRegistry extends Context.Tag("pi-workflow-turns/WorkflowReg
   WorkflowRegistryService
 >() {}
 
-const isWrapped = (
-  entry: WorkflowEntry
-): entry is { readonly definition: unknown; readonly source?: string; readonly origin?: string } =>
+const isWrapped = (entry: WorkflowEntry): entry is WrappedEntry =>
   typeof entry === "object" && entry !== null && "definition" in entry && !("nodes" in entry)
 
 const register = (entry: WorkflowEntry): Effect.Effect<RegisteredWorkflow, DefinitionError> => {
-  const { definition, source, origin } = isWrapped(entry)
+  const { definition, source, sourceHash, origin }: WrappedEntry = isWrapped(entry)
     ? entry
-    : { definition: entry, source: undefined, origin: undefined }
+    : { definition: entry }
   return Effect.map(loadWorkflow(definition), (workflow) => ({
     workflow,
-    fingerprint: fingerprintOf(workflow, source),
+    fingerprint: sourceHash === undefined ? fingerprintOf(workflow, source) : `sha256:${sourceHash}`,
     revision: workflow.revision,
     origin: origin ?? "inline"
   }))
@@ -57,7 +62,11 @@ const loadAll = (entries: ReadonlyArray<WorkflowEntry>) =>
       const registered = yield* register(entry)
       const name = registered.workflow.name
       if (loaded.has(name)) {
-        return yield* new DefinitionError({ workflow: name, node: null, problem: "is defined more than once" })
+        return yield* new DefinitionError({
+          workflow: name,
+          node: null,
+          problem: "is defined more than once"
+        })
       }
       loaded.set(name, registered)
     }
@@ -71,7 +80,9 @@ export const make = (entries: ReadonlyArray<WorkflowEntry>) =>
       get: (name) =>
         Effect.flatMap(Ref.get(current), (map) => {
           const found = map.get(name)
-          return found === undefined ? Effect.fail(new WorkflowNotFound({ workflow: name })) : Effect.succeed(found)
+          return found === undefined
+            ? Effect.fail(new WorkflowNotFound({ workflow: name }))
+            : Effect.succeed(found)
         }),
       list: Effect.map(Ref.get(current), (map) => [...map.values()]),
       replaceAll: (next) => Effect.flatMap(loadAll(next), (map) => Ref.set(current, map))

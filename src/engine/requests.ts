@@ -46,10 +46,15 @@ export const submit = (
       return yield* reject(String(requestId), "unknown", "requestId must be a non-empty string")
     }
     const found = yield* store.request(requestId)
-    if (Option.isNone(found)) return yield* reject(requestId, "unknown", "no workflow step has this request ID")
+    if (Option.isNone(found))
+      return yield* reject(requestId, "unknown", "no workflow step has this request ID")
     const request = found.value
     if (input.runId !== undefined && input.runId !== request.runId) {
-      return yield* reject(requestId, "crossRun", `the request belongs to run ${request.runId}, not ${input.runId}`)
+      return yield* reject(
+        requestId,
+        "crossRun",
+        `the request belongs to run ${request.runId}, not ${input.runId}`
+      )
     }
     const owner = yield* store.get(request.runId)
     if (Option.isNone(owner) || owner.value.targetSessionId !== input.sessionId) {
@@ -71,14 +76,20 @@ export const submit = (
         if (visit === null || visit.requestId !== requestId || (yield* Deferred.isDone(visit.submitted))) {
           // The runner settled the visit while we waited for the lock.
           const latest = yield* store.request(requestId)
-          if (Option.isSome(latest) && latest.value.state === "submitted") return yield* repeat(latest.value, output)
-          return yield* reject(requestId, "stale", Option.match(latest, {
-            onNone: () => "this request is no longer open",
-            onSome: closedDetail
-          }))
+          if (Option.isSome(latest) && latest.value.state === "submitted")
+            return yield* repeat(latest.value, output)
+          return yield* reject(
+            requestId,
+            "stale",
+            Option.match(latest, {
+              onNone: () => "this request is no longer open",
+              onSome: closedDetail
+            })
+          )
         }
         const problem =
-          jsonProblem(output, "output") ?? (visit.node.type === "agent" && visit.node.output !== null ? visit.node.output(output) : null)
+          jsonProblem(output, "output") ??
+          (visit.node.type === "agent" && visit.node.output !== null ? visit.node.output(output) : null)
         if (problem !== null) return yield* reject(requestId, "invalidOutput", problem)
         const receipt: SubmitReceipt = {
           schema: "pi-workflows.submit-receipt.v1",
@@ -88,10 +99,14 @@ export const submit = (
           attemptId: visit.attemptId,
           acceptedAt: new Date(yield* Clock.currentTimeMillis).toISOString()
         }
-        yield* store.submit(run.fence, { requestId, output, receipt }).pipe(
-          Effect.tapErrorTag("ClaimLost", () => Deferred.succeed(run.stop, { _tag: "ClaimLost" })),
-          Effect.catchTag("RequestNotOpen", () => reject(requestId, "stale", "this request is no longer open"))
-        )
+        yield* store
+          .submit(run.fence, { requestId, output, receipt, timeoutMs: visit.timeoutMs ?? null })
+          .pipe(
+            Effect.tapErrorTag("ClaimLost", () => Deferred.succeed(run.stop, { _tag: "ClaimLost" })),
+            Effect.catchTag("RequestNotOpen", () =>
+              reject(requestId, "stale", "this request is no longer open")
+            )
+          )
         yield* Deferred.succeed(visit.submitted, output)
         return receipt
       })

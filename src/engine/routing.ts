@@ -17,14 +17,18 @@ const SEGMENT = /^(?:[A-Za-z_][A-Za-z0-9_-]*|\d+)$/
 export const parseExpression = (text: string): Either.Either<Expression, string> => {
   const match = /^\$(output|result)?((?:\.[^.]+)*)$/.exec(text)
   if (match === null) {
-    return Either.left(`switch "on" must be $.path, $output.path or $result.outcome, got ${JSON.stringify(text)}`)
+    return Either.left(
+      `switch "on" must be $.path, $output.path or $result.outcome, got ${JSON.stringify(text)}`
+    )
   }
   const source = match[1] === "output" ? "output" : match[1] === "result" ? "result" : "input"
   const path = (match[2] ?? "").split(".").slice(1)
   const bad = path.find((segment) => !SEGMENT.test(segment))
   if (bad !== undefined) return Either.left(`switch "on" has an invalid path segment ${JSON.stringify(bad)}`)
   if (source === "result" && (path.length !== 1 || (path[0] !== "outcome" && path[0] !== "error"))) {
-    return Either.left(`switch "on" can read $result.outcome or $result.error only, got ${JSON.stringify(text)}`)
+    return Either.left(
+      `switch "on" can read $result.outcome or $result.error only, got ${JSON.stringify(text)}`
+    )
   }
   return Either.right({ text, source, path })
 }
@@ -101,7 +105,8 @@ export const decide = (nodeId: string, route: Route | undefined, result: RouteIn
     if (route._tag === "To") return { _tag: "Next", nodeId: route.to }
     const value = evaluate(route.on, result)
     const key = caseKey(value)
-    const target = (key !== null && Object.hasOwn(route.cases, key) ? route.cases[key] : undefined) ?? route.fallback
+    const target =
+      (key !== null && Object.hasOwn(route.cases, key) ? route.cases[key] : undefined) ?? route.fallback
     if (target !== null) return { _tag: "Next", nodeId: target }
     return {
       _tag: "Fail",
@@ -115,8 +120,7 @@ export const decide = (nodeId: string, route: Route | undefined, result: RouteIn
     const target = route.cases[result.outcome]
     if (target !== undefined) return { _tag: "Next", nodeId: target }
   }
-  const base =
-    result.outcome === "timed_out" ? `node "${nodeId}" timed out` : `node "${nodeId}" failed`
+  const base = result.outcome === "timed_out" ? `node "${nodeId}" timed out` : `node "${nodeId}" failed`
   const message = onOutcome
     ? `${base}; switch on $result.outcome has no case for value "${result.outcome}"`
     : original === null

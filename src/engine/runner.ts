@@ -34,7 +34,11 @@ const interrupt = (
       interruption: memory.interruptions
     }
     if (cause !== "claimLost") yield* deps.store.recordInterruption(run.fence, provenance)
-    yield* Ref.update(run.memory, (m) => ({ ...m, interruptions: m.interruptions + 1, outstanding: provenance }))
+    yield* Ref.update(run.memory, (m) => ({
+      ...m,
+      interruptions: m.interruptions + 1,
+      outstanding: provenance
+    }))
     yield* deps.events.publish({ _tag: "ActiveTurnInterrupted", run: run.ref, provenance, reason })
     return provenance
   })
@@ -67,7 +71,7 @@ export const onClaimLost = (deps: RunnerDeps, run: ActiveRun) =>
     if (memory.claimLostReported) return null
     yield* Ref.update(run.memory, (m) => ({ ...m, claimLostReported: true }))
     const visit = memory.visit
-    if (visit !== null && visit.delivered && !(yield* Deferred.isDone(visit.submitted))) {
+    if (visit?.delivered && !(yield* Deferred.isDone(visit.submitted))) {
       yield* interrupt(deps, run, visit, "claimLost", "another runner took over the workflow run")
     }
     yield* Effect.logInfo(`workflow run ${run.runId}: claim lost; this runner stopped`)
@@ -89,7 +93,12 @@ const present = (deps: RunnerDeps, run: ActiveRun, result: unknown) =>
             Effect.map((value) => value ?? defaultPresentation(run.workflow.name, run.runId, result))
           )
     const message = presentationMessage({ runId: run.runId, state: "completed", text })
-    yield* deps.coordinator.deliverNatural({ kind: "presentation", runId: run.runId, message, options: DELIVERY })
+    yield* deps.coordinator.deliverNatural({
+      kind: "presentation",
+      runId: run.runId,
+      message,
+      options: DELIVERY
+    })
   }).pipe(
     Effect.catchAll((error) =>
       Effect.logWarning(`workflow run ${run.runId}: presentation not delivered: ${error.message}`)
@@ -121,7 +130,11 @@ const conclude = (
       error: value.error ?? null
     })
     const result: NodeResult = { outcome, attemptId: at.attemptId, ...value }
-    const base = { attemptId: at.attemptId, ...(step === undefined ? {} : { step }), ...(closeRequest === undefined ? {} : { closeRequest }) }
+    const base = {
+      attemptId: at.attemptId,
+      ...(step === undefined ? {} : { step }),
+      ...(closeRequest === undefined ? {} : { closeRequest })
+    }
     const remember = Ref.update(run.memory, (m) => ({
       ...m,
       visit: null,
@@ -131,11 +144,14 @@ const conclude = (
     }))
     switch (decision._tag) {
       case "Next":
-        yield* deps.store.settle(run.fence, { ...base, then: { _tag: "Continue", nodeId: decision.nodeId } })
+        yield* deps.store.settle(run.fence, { ...base, next: { _tag: "Continue", nodeId: decision.nodeId } })
         yield* remember
         return decision.nodeId
       case "Complete":
-        yield* deps.store.settle(run.fence, { ...base, then: { _tag: "End", state: "completed", result: value.output } })
+        yield* deps.store.settle(run.fence, {
+          ...base,
+          next: { _tag: "End", state: "completed", result: value.output }
+        })
         yield* remember
         yield* deps.background(present(deps, run, value.output))
         return null
@@ -143,7 +159,7 @@ const conclude = (
       case "TimeOut": {
         const state = decision._tag === "Fail" ? "failed" : "timed_out"
         const error: RunError = { message: decision.message, nodeId: at.nodeId, original: decision.original }
-        yield* deps.store.settle(run.fence, { ...base, then: { _tag: "End", state, error } })
+        yield* deps.store.settle(run.fence, { ...base, next: { _tag: "End", state, error } })
         yield* remember
         const memory = yield* Ref.get(run.memory)
         yield* terminal(deps, run, state, at, decision.message, memory.outstanding)
@@ -164,7 +180,7 @@ const onStop = (
   Effect.gen(function* () {
     if (stop._tag === "ClaimLost") return yield* onClaimLost(deps, run)
     const submitted = visit !== null && (yield* Deferred.isDone(visit.submitted))
-    const activeTurn = visit !== null && visit.delivered && !submitted
+    const activeTurn = visit?.delivered === true && !submitted
     const at = { nodeId: visit?.nodeId ?? null, attemptId: visit?.attemptId ?? null }
     // A visit whose submission already landed keeps its `ok` step; resume routes from it.
     const settleVisit = (step: StepUpdate, closeRequest: string) =>
@@ -178,7 +194,7 @@ const onStop = (
     const park = (reason: string) =>
       deps.store.settle(run.fence, {
         ...settleVisit({ _tag: "Interrupted", reason: `parked: ${reason}` }, "parked"),
-        then: { _tag: "Park", reason }
+        next: { _tag: "Park", reason }
       })
     switch (stop._tag) {
       case "Cancel": {
@@ -189,9 +205,14 @@ const onStop = (
             : null
         yield* deps.store.settle(run.fence, {
           ...settleVisit(outcome("cancelled", reason), "cancelled"),
-          then: { _tag: "End", state: "cancelled", error: { message: reason, nodeId: at.nodeId, original: null } }
+          next: {
+            _tag: "End",
+            state: "cancelled",
+            error: { message: reason, nodeId: at.nodeId, original: null }
+          }
         })
-        if (stop.by === "user") yield* deps.events.publish({ _tag: "Quiet", run: run.ref, kind: "directCancel" })
+        if (stop.by === "user")
+          yield* deps.events.publish({ _tag: "Quiet", run: run.ref, kind: "directCancel" })
         else if (provenance !== null) yield* terminal(deps, run, "cancelled", at, reason, provenance)
         return null
       }
@@ -203,14 +224,14 @@ const onStop = (
         if (activeTurn && visit !== null) {
           yield* interrupt(deps, run, visit, "controllerInterrupted", stop.reason)
         }
-        if (stop.then === "park") {
+        if (stop.afterwards === "park") {
           yield* park(`interrupted: ${stop.reason}`)
           return null
         }
         const message = `interrupted by the controller: ${stop.reason}`
         yield* deps.store.settle(run.fence, {
           ...settleVisit(outcome("failed", message), "interrupted"),
-          then: { _tag: "End", state: "failed", error: { message, nodeId: at.nodeId, original: null } }
+          next: { _tag: "End", state: "failed", error: { message, nodeId: at.nodeId, original: null } }
         })
         const memory = yield* Ref.get(run.memory)
         yield* terminal(deps, run, "failed", at, message, memory.outstanding)
@@ -235,7 +256,12 @@ const settleVisit = (deps: RunnerDeps, run: ActiveRun, started: VisitState, raw:
         return yield* conclude(deps, run, at, "ok", { output: raw.output }, step, undefined)
       }
       case "Failed": {
-        const step = { _tag: "Outcome", outcome: "failed", error: raw.error, timeoutMs: at.timeoutMs } as const
+        const step = {
+          _tag: "Outcome",
+          outcome: "failed",
+          error: raw.error,
+          timeoutMs: at.timeoutMs
+        } as const
         return yield* conclude(deps, run, at, "failed", { error: raw.error }, step, "failed")
       }
       case "TimedOut": {
@@ -255,12 +281,13 @@ const boundary = (deps: RunnerDeps, run: ActiveRun, nodeId: string) =>
     const pending = yield* Deferred.poll(run.stop)
     if (Option.isSome(pending)) return yield* onStop(deps, run, null, yield* pending.value)
     const record = yield* deps.store.get(run.runId)
-    if (Option.isNone(record) || record.value.claimToken !== run.fence.token) return yield* onClaimLost(deps, run)
+    if (Option.isNone(record) || record.value.claimToken !== run.fence.token)
+      return yield* onClaimLost(deps, run)
     if (record.value.cancelRequested !== null) {
       return yield* onStop(deps, run, null, { _tag: "Cancel", by: record.value.cancelRequested })
     }
     if (record.value.pauseRequested) {
-      yield* deps.store.settle(run.fence, { then: { _tag: "Hold" } })
+      yield* deps.store.settle(run.fence, { next: { _tag: "Hold" } })
       return null
     }
     const memory = yield* Ref.get(run.memory)
@@ -272,7 +299,7 @@ const boundary = (deps: RunnerDeps, run: ActiveRun, nodeId: string) =>
           : `the run reached maxSteps (${run.workflow.maxSteps}) before visiting node "${nodeId}"`
       const at = { nodeId, attemptId: null }
       yield* deps.store.settle(run.fence, {
-        then: { _tag: "End", state: "failed", error: { message, nodeId, original: null } }
+        next: { _tag: "End", state: "failed", error: { message, nodeId, original: null } }
       })
       yield* terminal(deps, run, "failed", at, message, memory.outstanding)
       return null
@@ -297,10 +324,15 @@ const boundary = (deps: RunnerDeps, run: ActiveRun, nodeId: string) =>
  * left in flight (it reruns with a fresh attempt), or routing from an attempt whose submission
  * landed before the previous runner could route it.
  */
-const prepare = (deps: RunnerDeps, run: ActiveRun, steps: ReadonlyArray<StepRecord>, current: {
-  readonly nodeId: string
-  readonly attemptId: string | null
-}): Step =>
+const prepare = (
+  deps: RunnerDeps,
+  run: ActiveRun,
+  steps: ReadonlyArray<StepRecord>,
+  current: {
+    readonly nodeId: string
+    readonly attemptId: string | null
+  }
+): Step =>
   Effect.gen(function* () {
     const step = current.attemptId === null ? undefined : steps.find((s) => s.attemptId === current.attemptId)
     if (step === undefined || step.interrupted !== null) return current.nodeId
@@ -309,7 +341,7 @@ const prepare = (deps: RunnerDeps, run: ActiveRun, steps: ReadonlyArray<StepReco
         attemptId: step.attemptId,
         step: { _tag: "Interrupted", reason: "superseded: the run was taken over" },
         closeRequest: "superseded",
-        then: { _tag: "Continue", nodeId: step.nodeId }
+        next: { _tag: "Continue", nodeId: step.nodeId }
       })
       return step.nodeId
     }
@@ -333,7 +365,8 @@ const renewals = (deps: RunnerDeps, run: ActiveRun) =>
     ),
     Effect.catchTags({
       ClaimLost: () => Deferred.succeed(run.stop, { _tag: "ClaimLost" }),
-      StoreFailure: (error) => Effect.logWarning(`workflow run ${run.runId}: lease renewal failed: ${error.message}`)
+      StoreFailure: (error) =>
+        Effect.logWarning(`workflow run ${run.runId}: lease renewal failed: ${error.message}`)
     }),
     Effect.schedule(Schedule.spaced(deps.settings.renewEveryMs))
   )
@@ -363,7 +396,8 @@ export const runClaimed = (
           Effect.catchAll((error) => Effect.logError(`workflow run ${run.runId}: ${error.message}`))
         ),
       // The claim stays until its lease expires; a later resume takes the run over.
-      StoreFailure: (error) => Effect.logError(`workflow run ${run.runId}: store failure, runner stopped: ${error.message}`)
+      StoreFailure: (error) =>
+        Effect.logError(`workflow run ${run.runId}: store failure, runner stopped: ${error.message}`)
     }),
     Effect.ensuring(Ref.update(run.memory, (m) => ({ ...m, visit: null })))
   )

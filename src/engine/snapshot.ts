@@ -112,11 +112,6 @@ export const fingerprintOf = (workflow: LoadedWorkflow, sourceText?: string): st
     code("output" in node ? node.output : undefined)
   ])
   return sha256(
-    canonicalJson([
-      snapshotOf(workflow),
-      functions,
-      code(definition.input),
-      code(definition.presentation)
-    ])
+    canonicalJson([snapshotOf(workflow), functions, code(definition.input), code(definition.presentation)])
   )
 }

@@ -105,7 +105,9 @@ export const sleepMillis = (ms: number): Effect.Effect<void> =>
   Effect.flatMap(Clock.currentTimeMillis, (start) => {
     const deadline = start + ms
     const loop: Effect.Effect<void> = Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      now >= deadline ? Effect.void : Effect.zipRight(Effect.sleep(Math.min(deadline - now, MAX_TIMER_MS)), loop)
+      now >= deadline
+        ? Effect.void
+        : Effect.zipRight(Effect.sleep(Math.min(deadline - now, MAX_TIMER_MS)), loop)
     )
     return loop
   })

@@ -51,7 +51,9 @@ const compute = (node: Extract<LoadedNode, { type: "compute" }>, context: StepCo
   }).pipe(
     Effect.map((output) => {
       const problem = jsonProblem(output, "output")
-      return problem === null ? ok(output) : failed(`compute node "${node.id}" returned non-JSON data: ${problem}`)
+      return problem === null
+        ? ok(output)
+        : failed(`compute node "${node.id}" returned non-JSON data: ${problem}`)
     }),
     Effect.catchAllCause((cause) => Effect.succeed(failed(describeCause(cause))))
   )
@@ -59,7 +61,9 @@ const compute = (node: Extract<LoadedNode, { type: "compute" }>, context: StepCo
 const promptText = (node: Extract<LoadedNode, { type: "agent" }>, context: StepContext) =>
   Effect.suspend(() => {
     const value = typeof node.prompt === "string" ? node.prompt : node.prompt(context)
-    return isPromiseLike(value) ? Effect.tryPromise({ try: () => Promise.resolve(value), catch: (e) => e }) : Effect.succeed(value)
+    return isPromiseLike(value)
+      ? Effect.tryPromise({ try: () => Promise.resolve(value), catch: (e) => e })
+      : Effect.succeed(value)
   }).pipe(
     Effect.flatMap((text) =>
       typeof text === "string" && text.trim().length > 0
@@ -127,7 +131,9 @@ const runNode = (deps: RunnerDeps, run: ActiveRun, visit: VisitState) =>
       const timeoutMs = limit.right
       yield* updateVisit(run, visit.attemptId, (v) => ({ ...v, timeoutMs }))
       const work =
-        visit.node.type === "compute" ? compute(visit.node, context) : agent(deps, run, visit, visit.node, context)
+        visit.node.type === "compute"
+          ? compute(visit.node, context)
+          : agent(deps, run, visit, visit.node, context)
       if (timeoutMs === null) return yield* work
       const expiry = Effect.as(sleepMillis(timeoutMs), { _tag: "TimedOut", timeoutMs } as const)
       const result = yield* Effect.raceFirst(work, expiry)

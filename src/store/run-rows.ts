@@ -16,18 +16,23 @@ import {
 
 const Json = Schema.parseJson()
 /** SQL NULL is "absent"; the JSON text `null` is a present null. */
-const OptionalJson = Schema.transformOrFail(Schema.NullOr(Schema.String), Schema.OptionFromSelf(Schema.Unknown), {
-  strict: true,
-  decode: (text, _options, ast) => {
-    if (text === null) return ParseResult.succeed(Option.none())
-    try {
-      return ParseResult.succeed(Option.some(JSON.parse(text) as unknown))
-    } catch (error) {
-      return ParseResult.fail(new ParseResult.Type(ast, text, `invalid JSON: ${String(error)}`))
-    }
-  },
-  encode: (value) => ParseResult.succeed(Option.match(value, { onNone: () => null, onSome: (v) => JSON.stringify(v) }))
-})
+const OptionalJson = Schema.transformOrFail(
+  Schema.NullOr(Schema.String),
+  Schema.OptionFromSelf(Schema.Unknown),
+  {
+    strict: true,
+    decode: (text, _options, ast) => {
+      if (text === null) return ParseResult.succeed(Option.none())
+      try {
+        return ParseResult.succeed(Option.some(JSON.parse(text) as unknown))
+      } catch (error) {
+        return ParseResult.fail(new ParseResult.Type(ast, text, `invalid JSON: ${String(error)}`))
+      }
+    },
+    encode: (value) =>
+      ParseResult.succeed(Option.match(value, { onNone: () => null, onSome: (v) => JSON.stringify(v) }))
+  }
+)
 const Flag = Schema.Literal(0, 1)
 
 export const RunRow = Schema.Struct({

@@ -256,7 +256,7 @@ export const make = Effect.gen(function* () {
         const request = rows[0]
         if (request === undefined) return yield* new RequestNotOpen({ requestId: input.requestId })
         yield* sql`UPDATE workflow_steps SET outcome = 'ok', output_json = ${JSON.stringify(input.output)},
-            ended_at = ${now}
+            timeout_ms = ${input.timeoutMs}, ended_at = ${now}
           WHERE attempt_id = ${request.attempt_id} AND outcome IS NULL AND interrupted IS NULL`
         return toRequest(request)
       })
@@ -283,7 +283,7 @@ export const make = Effect.gen(function* () {
               ended_at = ${now}
             WHERE attempt_id = ${s.attemptId} AND state = 'open'`
         }
-        const t = s.then
+        const t = s.next
         switch (t._tag) {
           case "Continue":
             yield* sql`UPDATE workflow_runs SET current_node_id = ${t.nodeId}, current_attempt_id = NULL,

@@ -177,7 +177,7 @@ export interface Settlement {
   readonly step?: StepUpdate
   /** Close the visit's open request (if any) with this reason. */
   readonly closeRequest?: string
-  readonly then: RunTransition
+  readonly next: RunTransition
 }
 
 export type PauseResult =
@@ -225,7 +225,13 @@ export interface RunStoreService {
   /** The request is answered and its step ends `ok` with the output, in one transaction. */
   readonly submit: (
     fence: Fence,
-    input: { readonly requestId: string; readonly output: unknown; readonly receipt: SubmitReceipt }
+    input: {
+      readonly requestId: string
+      readonly output: unknown
+      readonly receipt: SubmitReceipt
+      /** The visit's resolved limit, recorded on its step. */
+      readonly timeoutMs: number | null
+    }
   ) => Effect.Effect<RequestRecord, ClaimLost | RequestNotOpen | StoreFailure>
   readonly settle: (fence: Fence, settlement: Settlement) => Fenced<RunRecord>
 

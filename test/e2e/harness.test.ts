@@ -87,7 +87,9 @@ describe("mock OpenAI server", () => {
   })
 
   it("streams tool calls with finish_reason tool_calls", async () => {
-    const mock = await startMockOpenAI({ script: [{ toolCalls: [{ name: "fixture", arguments: { mode: "echo" } }] }] })
+    const mock = await startMockOpenAI({
+      script: [{ toolCalls: [{ name: "fixture", arguments: { mode: "echo" } }] }]
+    })
     cleanups.push(() => mock.close())
     const body = await (await post(mock, [{ role: "user", content: "x" }])).text()
     expect(body).toContain('"name":"fixture"')
@@ -139,7 +141,10 @@ describe("real Pi over RPC", () => {
 
   it("abort then follow-up from agent_settled: two model requests, one custom message", async () => {
     const { mock, pi, eventLog } = await setup()
-    mock.enqueue({ toolCalls: [{ name: "fixture", arguments: { mode: "abortThenFollowUp" } }] }, { text: "continuing" })
+    mock.enqueue(
+      { toolCalls: [{ name: "fixture", arguments: { mode: "abortThenFollowUp" } }] },
+      { text: "continuing" }
+    )
     const mark = pi.mark()
     await pi.prompt("start the fixture")
     // The first settle is the aborted one; the follow-up run settles second.
@@ -290,7 +295,9 @@ describe("sqlite peek", () => {
     const file = join(dir, "db.sqlite")
     const db = new Database(file)
     db.pragma("journal_mode = WAL")
-    db.exec("CREATE TABLE workflow_turn_intents (intent_id TEXT PRIMARY KEY, requested_at TEXT, resolved_at TEXT)")
+    db.exec(
+      "CREATE TABLE workflow_turn_intents (intent_id TEXT PRIMARY KEY, requested_at TEXT, resolved_at TEXT)"
+    )
     db.prepare("INSERT INTO workflow_turn_intents VALUES (?, ?, ?)").run("i2", "2026-01-02", null)
     db.prepare("INSERT INTO workflow_turn_intents VALUES (?, ?, ?)").run("i1", "2026-01-01", "2026-01-03")
     // Still open by the writer, as the extension's database would be while Pi runs.
@@ -322,7 +329,10 @@ describe("in-process SDK with the faux model", () => {
         label: "Shout",
         description: "Upper-cases its input",
         parameters: Type.Object({ text: Type.String() }),
-        execute: async (_id, params) => ({ content: [{ type: "text", text: params.text.toUpperCase() }], details: {} })
+        execute: async (_id, params) => ({
+          content: [{ type: "text", text: params.text.toUpperCase() }],
+          details: {}
+        })
       })
     }
     const sdk = await createFauxSession({
@@ -346,7 +356,10 @@ describe("in-process SDK with the faux model", () => {
   it("runs the file fixture in-process: abort then exactly one follow-up turn", async () => {
     const sdk = await createFauxSession({
       extensions: [fixtureExtension],
-      replies: [fauxAssistantMessage(fauxToolCall("fixture", { mode: "abortThenFollowUp" })), fauxAssistantMessage("done")]
+      replies: [
+        fauxAssistantMessage(fauxToolCall("fixture", { mode: "abortThenFollowUp" })),
+        fauxAssistantMessage("done")
+      ]
     })
     cleanups.push(() => sdk.dispose())
     await sdk.prompt("go")

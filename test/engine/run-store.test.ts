@@ -56,22 +56,33 @@ describe("RunStore (SQLite)", () => {
       const claimed = yield* store.claim({ runId: "r1", token: "t1", leaseMs: 1_000, mode: "activate" })
       expect(claimed.state).toBe("running")
       expect(claimed.claimToken).toBe("t1")
-      const again = yield* Effect.flip(store.claim({ runId: "r1", token: "t2", leaseMs: 1_000, mode: "activate" }))
+      const again = yield* Effect.flip(
+        store.claim({ runId: "r1", token: "t2", leaseMs: 1_000, mode: "activate" })
+      )
       expect(again._tag === "ClaimRefused" && again.reason).toBe("notQueued")
-      const held = yield* Effect.flip(store.claim({ runId: "r1", token: "t2", leaseMs: 1_000, mode: "resume" }))
+      const held = yield* Effect.flip(
+        store.claim({ runId: "r1", token: "t2", leaseMs: 1_000, mode: "resume" })
+      )
       expect(held._tag === "ClaimRefused" && held.reason).toBe("held")
       yield* TestClock.adjust(1_001)
       const taken = yield* store.claim({ runId: "r1", token: "t2", leaseMs: 1_000, mode: "resume" })
       expect(taken.claimToken).toBe("t2")
       expect(taken.claims).toBe(2)
-      yield* store.settle({ runId: "r1", token: "t2" }, { then: { _tag: "End", state: "completed", result: null } })
+      yield* store.settle(
+        { runId: "r1", token: "t2" },
+        { next: { _tag: "End", state: "completed", result: null } }
+      )
       const ended = yield* store.get("r1")
       expect(Option.map(ended, (r) => [r.state, r.result, r.claimToken])).toEqual(
         Option.some(["completed", Option.some(null), null])
       )
-      const terminal = yield* Effect.flip(store.claim({ runId: "r1", token: "t3", leaseMs: 1_000, mode: "resume" }))
+      const terminal = yield* Effect.flip(
+        store.claim({ runId: "r1", token: "t3", leaseMs: 1_000, mode: "resume" })
+      )
       expect(terminal._tag === "ClaimRefused" && terminal.reason).toBe("terminal")
-      const missing = yield* Effect.flip(store.claim({ runId: "nope", token: "t", leaseMs: 1_000, mode: "resume" }))
+      const missing = yield* Effect.flip(
+        store.claim({ runId: "nope", token: "t", leaseMs: 1_000, mode: "resume" })
+      )
       expect(missing._tag).toBe("RunNotFound")
     })
   )
@@ -92,18 +103,43 @@ describe("RunStore (SQLite)", () => {
       const lost = [
         yield* Effect.flip(a.renew(fenceA, 1_000)),
         yield* Effect.flip(a.startStep(fenceA, { nodeId: "first", attemptId: "att-a2" })),
-        yield* Effect.flip(a.submit(fenceA, { requestId: "req-a", output: 1, receipt: receipt("r1", "req-a", "att-a") })),
-        yield* Effect.flip(a.settle(fenceA, { then: { _tag: "End", state: "failed" } })),
-        yield* Effect.flip(a.recordInterruption(fenceA, { cause: "timedOut", nodeId: "first", attemptId: "att-a", interruption: 0 }))
+        yield* Effect.flip(
+          a.submit(fenceA, {
+            requestId: "req-a",
+            output: 1,
+            receipt: receipt("r1", "req-a", "att-a"),
+            timeoutMs: null
+          })
+        ),
+        yield* Effect.flip(a.settle(fenceA, { next: { _tag: "End", state: "failed" } })),
+        yield* Effect.flip(
+          a.recordInterruption(fenceA, {
+            cause: "timedOut",
+            nodeId: "first",
+            attemptId: "att-a",
+            interruption: 0
+          })
+        )
       ]
-      expect(lost.map((e) => e._tag)).toEqual(["ClaimLost", "ClaimLost", "ClaimLost", "ClaimLost", "ClaimLost"])
+      expect(lost.map((e) => e._tag)).toEqual([
+        "ClaimLost",
+        "ClaimLost",
+        "ClaimLost",
+        "ClaimLost",
+        "ClaimLost"
+      ])
       const steps = yield* b.steps("r1")
       expect(steps.map((s) => [s.attemptId, s.outcome])).toEqual([["att-a", null]])
       expect(Option.map(yield* b.request("req-a"), (r) => r.state)).toEqual(Option.some("open"))
       const run = yield* b.get("r1")
-      expect(Option.map(run, (r) => [r.state, r.claimToken, r.abort])).toEqual(Option.some(["running", "B", null]))
+      expect(Option.map(run, (r) => [r.state, r.claimToken, r.abort])).toEqual(
+        Option.some(["running", "B", null])
+      )
       // B's writes go through.
-      expect(yield* b.renew({ runId: "r1", token: "B" }, 1_000)).toEqual({ pauseRequested: false, cancelRequested: null })
+      expect(yield* b.renew({ runId: "r1", token: "B" }, 1_000)).toEqual({
+        pauseRequested: false,
+        cancelRequested: null
+      })
     })
   )
 
@@ -116,12 +152,26 @@ describe("RunStore (SQLite)", () => {
       yield* store.startStep(fence, { nodeId: "first", attemptId: "att-1" })
       yield* store.openRequest(fence, { requestId: "req-1", nodeId: "first", attemptId: "att-1" })
       expect(Option.map(yield* store.get("r1"), (r) => r.openRequestId)).toEqual(Option.some("req-1"))
-      const answered = yield* store.submit(fence, { requestId: "req-1", output: { a: [1, null] }, receipt: receipt("r1", "req-1", "att-1") })
+      const answered = yield* store.submit(fence, {
+        requestId: "req-1",
+        output: { a: [1, null] },
+        receipt: receipt("r1", "req-1", "att-1"),
+        timeoutMs: 5_000
+      })
       expect(answered.state).toBe("submitted")
       expect(answered.receipt?.attemptId).toBe("att-1")
       const steps = yield* store.steps("r1")
-      expect(steps.map((s) => [s.outcome, s.output])).toEqual([["ok", Option.some({ a: [1, null] })]])
-      const again = yield* Effect.flip(store.submit(fence, { requestId: "req-1", output: 2, receipt: receipt("r1", "req-1", "att-1") }))
+      expect(steps.map((s) => [s.outcome, s.output, s.timeoutMs])).toEqual([
+        ["ok", Option.some({ a: [1, null] }), 5_000]
+      ])
+      const again = yield* Effect.flip(
+        store.submit(fence, {
+          requestId: "req-1",
+          output: 2,
+          receipt: receipt("r1", "req-1", "att-1"),
+          timeoutMs: 5_000
+        })
+      )
       expect(again._tag).toBe("RequestNotOpen")
       const run = yield* store.get("r1")
       expect(Option.map(run, (r) => [r.openRequestId, r.stepCount])).toEqual(Option.some([null, 1]))

@@ -163,7 +163,11 @@ const replyChunks = (reply: Reply, requestIndex: number): ReadonlyArray<unknown>
     const callId = call.id ?? `call_${requestIndex}_${i}`
     return [
       chunk(
-        { tool_calls: [{ index: i, id: callId, type: "function", function: { name: call.name, arguments: "" } }] },
+        {
+          tool_calls: [
+            { index: i, id: callId, type: "function", function: { name: call.name, arguments: "" } }
+          ]
+        },
         null
       ),
       chunk({ tool_calls: [{ index: i, function: { arguments: JSON.stringify(call.arguments) } }] }, null)
@@ -251,7 +255,9 @@ export const startMockOpenAI = async (options: MockOpenAIOptions = {}): Promise<
   const requestAt = (requestIndex: number | undefined): ChatRequest | undefined =>
     recorded[requestIndex ?? recorded.length - 1]
   const userContents = (requestIndex?: number): ReadonlyArray<string> =>
-    (requestAt(requestIndex)?.messages ?? []).filter((m) => m.role === "user").map((m) => contentText(m.content))
+    (requestAt(requestIndex)?.messages ?? [])
+      .filter((m) => m.role === "user")
+      .map((m) => contentText(m.content))
 
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
@@ -273,7 +279,11 @@ export const startMockOpenAI = async (options: MockOpenAIOptions = {}): Promise<
         if (recorded.length >= count) return resolve()
         const timer = setTimeout(() => {
           requestWaiters.delete(check)
-          reject(new Error(`mock-openai: expected ${count} request(s) within ${timeoutMs} ms, got ${recorded.length}`))
+          reject(
+            new Error(
+              `mock-openai: expected ${count} request(s) within ${timeoutMs} ms, got ${recorded.length}`
+            )
+          )
         }, timeoutMs)
         const check = () => {
           if (recorded.length < count) return

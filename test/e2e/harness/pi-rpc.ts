@@ -81,7 +81,9 @@ const PackageBin = Schema.Struct({ bin: Schema.Struct({ pi: Schema.String }) })
 /** The Pi CLI named by the package's `bin.pi` (1.6: `dist/bundle/cli.js`). */
 export const piCliPath = (): string => {
   const dir = piPackageDir()
-  const { bin } = Schema.decodeUnknownSync(Schema.parseJson(PackageBin))(readFileSync(join(dir, "package.json"), "utf8"))
+  const { bin } = Schema.decodeUnknownSync(Schema.parseJson(PackageBin))(
+    readFileSync(join(dir, "package.json"), "utf8")
+  )
   const cli = join(dir, bin.pi)
   if (!existsSync(cli)) throw new Error(`pi-rpc: Pi CLI not found at ${cli}`)
   return cli
@@ -116,7 +118,14 @@ export const createPiSandbox = (mockBaseUrl: string, prefix = "pwt-pi-"): PiSand
     }
   }
   writeFileSync(join(agentDir, "models.json"), JSON.stringify(models, null, 2))
-  return { root, agentDir, homeDir, sessionDir, workDir, remove: () => rmSync(root, { recursive: true, force: true }) }
+  return {
+    root,
+    agentDir,
+    homeDir,
+    sessionDir,
+    workDir,
+    remove: () => rmSync(root, { recursive: true, force: true })
+  }
 }
 
 const isRecord = (value: unknown): value is RpcRecord =>
@@ -248,7 +257,10 @@ export class PiRpc {
     const state = await this.sendOk({ type: "get_state" }, timeoutMs)
     const data = state.data
     const file =
-      typeof data === "object" && data !== null && "sessionFile" in data && typeof data.sessionFile === "string"
+      typeof data === "object" &&
+      data !== null &&
+      "sessionFile" in data &&
+      typeof data.sessionFile === "string"
         ? data.sessionFile
         : undefined
     if (file === undefined) throw this.failure("get_state answered without a sessionFile")
@@ -278,7 +290,8 @@ export class PiRpc {
   /** Like `send`, but a `success: false` answer is an error with context. */
   async sendOk(command: RpcCommand, timeoutMs?: number): Promise<RpcResponse> {
     const response = await this.send(command, timeoutMs)
-    if (!response.success) throw this.failure(`${command.type} failed: ${response.error ?? "(no error text)"}`)
+    if (!response.success)
+      throw this.failure(`${command.type} failed: ${response.error ?? "(no error text)"}`)
     return response
   }
 
@@ -357,20 +370,28 @@ export class PiRpc {
       }
       return open === 0 && (!requireSettle || settles > 0)
     }
+    const what = `quiet (every run settled, none started for ${quietMs} ms) within ${timeoutMs} ms`
     for (;;) {
       const remaining = deadline - performance.now()
-      if (remaining <= 0) throw this.failure(`quiet (no run for ${quietMs} ms) within ${timeoutMs} ms`)
-      await this.waitUntil(() => (settledSinceAfter() ? true : undefined), remaining, "runs to settle")
+      if (remaining <= quietMs) throw this.failure(`timed out waiting for ${what}`)
+      await this.waitUntil(
+        () => (settledSinceAfter() ? true : undefined),
+        remaining,
+        `runs to settle, for ${what}`
+      )
       const before = this.log.length
       await sleep(quietMs)
-      const state = await this.sendOk({ type: "get_state" }, Math.max(1, deadline - performance.now()))
+      // get_state answers promptly even mid-run; give it its own budget.
+      const state = await this.sendOk({ type: "get_state" }, 5_000)
       const started = this.log.slice(before).some((record) => record.type === "agent_start")
       const data = state.data
       const busy =
         typeof data === "object" &&
         data !== null &&
         (("isStreaming" in data && data.isStreaming === true) ||
-          ("pendingMessageCount" in data && typeof data.pendingMessageCount === "number" && data.pendingMessageCount > 0))
+          ("pendingMessageCount" in data &&
+            typeof data.pendingMessageCount === "number" &&
+            data.pendingMessageCount > 0))
       if (!started && !busy && settledSinceAfter()) return
     }
   }
@@ -433,7 +454,12 @@ export class PiRpc {
   }
 
   /** Resolve with `check()`'s first defined value; reject on timeout or (unless awaiting it) exit. */
-  private waitUntil<T>(check: () => T | undefined, timeoutMs: number, what: string, exitIsOk = false): Promise<T> {
+  private waitUntil<T>(
+    check: () => T | undefined,
+    timeoutMs: number,
+    what: string,
+    exitIsOk = false
+  ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const done = (): void => {
         clearTimeout(timer)

@@ -62,9 +62,9 @@ export interface FauxSession {
   /**
    * Wait until the session is idle and no run starts for `quietMs` (default 20). Work an
    * `agent_settled` handler requests starts after that event, so `waitForIdle()` alone can return
-   * before it.
+   * before it. Throws after `timeoutMs` (default 10 s) with the recent event types.
    */
-  waitForQuiet(quietMs?: number): Promise<void>
+  waitForQuiet(quietMs?: number, timeoutMs?: number): Promise<void>
   /** Emit `session_start` by binding extensions (only needed with `bind: false`). */
   bind(): Promise<void>
   /** All entries of the session (header excluded). */
@@ -116,7 +116,9 @@ export const createFauxSession = async (options: FauxSessionOptions): Promise<Fa
       sessionManager: factoryOptions.sessionManager,
       model: faux.getModel(),
       thinkingLevel: "off",
-      ...(factoryOptions.sessionStartEvent === undefined ? {} : { sessionStartEvent: factoryOptions.sessionStartEvent })
+      ...(factoryOptions.sessionStartEvent === undefined
+        ? {}
+        : { sessionStartEvent: factoryOptions.sessionStartEvent })
     })
     return { ...created, services, diagnostics: services.diagnostics }
   }
@@ -151,10 +153,27 @@ export const createFauxSession = async (options: FauxSessionOptions): Promise<Fa
     return current
   }
   track()
-  const waitForQuiet = async (quietMs = 20) => {
+  const waitForQuiet = async (quietMs = 20, timeoutMs = 10_000) => {
+    const deadline = performance.now() + timeoutMs
     for (;;) {
+      if (performance.now() > deadline) {
+        const recent = seen
+          .slice(-20)
+          .map((event) => event.type)
+          .join(", ")
+        // A run loop that never ends (e.g. a follow-up per settle) lands here instead of hanging.
+        throw new Error(`sdk: not quiet within ${timeoutMs} ms; ${seen.length} events, last: ${recent}`)
+      }
       const session = track()
-      await session.waitForIdle()
+      let timer: ReturnType<typeof setTimeout> | undefined
+      const idle = await Promise.race([
+        session.waitForIdle().then(() => true),
+        new Promise<false>((resolve) => {
+          timer = setTimeout(() => resolve(false), Math.max(0, deadline - performance.now()))
+        })
+      ])
+      clearTimeout(timer)
+      if (!idle) continue
       const before = seen.length
       await new Promise<void>((resolve) => setTimeout(resolve, quietMs))
       const started = seen.slice(before).some((event) => event.type === "agent_start")

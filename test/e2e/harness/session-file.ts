@@ -87,7 +87,10 @@ export const findByTurnIntentId = (file: string, intentId: string): ReadonlyArra
   customMessages(file).filter((entry) => {
     const details = entry.details
     return (
-      typeof details === "object" && details !== null && "turnIntentId" in details && details.turnIntentId === intentId
+      typeof details === "object" &&
+      details !== null &&
+      "turnIntentId" in details &&
+      details.turnIntentId === intentId
     )
   })
 

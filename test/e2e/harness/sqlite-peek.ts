@@ -36,7 +36,10 @@ export const peekTables = (file: string): ReadonlyArray<string> =>
 /** Rows of `table`. The table name is checked against the schema, never spliced in unchecked. */
 export const peekRows = (file: string, table: string, options: PeekOptions = {}): ReadonlyArray<Row> =>
   withReadOnly(file, (db) => {
-    const exists = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").pluck().get(table)
+    const exists = db
+      .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
+      .pluck()
+      .get(table)
     if (exists === undefined) throw new Error(`sqlite-peek: no table ${table} in ${file}`)
     const where = options.where === undefined ? "" : ` WHERE ${options.where}`
     const order = options.orderBy === undefined ? "" : ` ORDER BY ${options.orderBy}`
@@ -47,5 +50,8 @@ export const peekRows = (file: string, table: string, options: PeekOptions = {})
   })
 
 /** `workflow_turn_intents` rows in request order (the table issue 5/6 tests assert on). */
-export const peekTurnIntents = (file: string, options: Omit<PeekOptions, "orderBy"> = {}): ReadonlyArray<Row> =>
+export const peekTurnIntents = (
+  file: string,
+  options: Omit<PeekOptions, "orderBy"> = {}
+): ReadonlyArray<Row> =>
   peekRows(file, "workflow_turn_intents", { ...options, orderBy: "requested_at, intent_id" })

@@ -39,7 +39,11 @@ export const measureStartup = async (
     for (let i = 0; i < warmup + runs; i++) {
       const sandbox = createPiSandbox(mock.baseUrl, "pwt-startup-")
       const started = performance.now()
-      const pi = new PiRpc({ sandbox, extensionPath, ...(options.env === undefined ? {} : { env: options.env }) })
+      const pi = new PiRpc({
+        sandbox,
+        extensionPath,
+        ...(options.env === undefined ? {} : { env: options.env })
+      })
       try {
         await pi.start(30_000)
         if (i >= warmup) samples.push(performance.now() - started)

@@ -3,7 +3,11 @@
  * awaited one by one; sends can be scripted to fail.
  */
 import { Effect, Layer, Queue, Ref } from "effect"
-import { Coordinator, type CoordinatorService, type NaturalMessage } from "../../../src/delivery/coordinator.ts"
+import {
+  Coordinator,
+  type CoordinatorService,
+  type NaturalMessage
+} from "../../../src/delivery/coordinator.ts"
 import { SendFailed } from "../../../src/session/pi-session.ts"
 
 export interface RecordingCoordinator {
@@ -20,6 +24,7 @@ export const makeRecordingCoordinator: Effect.Effect<RecordingCoordinator> = Eff
   const queue = yield* Queue.unbounded<NaturalMessage>()
   const log = yield* Ref.make<ReadonlyArray<NaturalMessage>>([])
   const failures = yield* Ref.make(0)
+  const idle = { delivered: [], repaired: [], failed: [], skipped: "fake coordinator" }
   const service: CoordinatorService = {
     deliverNatural: (message) =>
       Effect.gen(function* () {
@@ -27,9 +32,11 @@ export const makeRecordingCoordinator: Effect.Effect<RecordingCoordinator> = Eff
         if (fail) return yield* new SendFailed({ message: "scripted send failure" })
         yield* Ref.update(log, (all) => [...all, message])
         yield* Queue.offer(queue, message)
-        return { turnIntentId: null, sent: true }
+        return { turnIntentId: null, sent: true, note: null }
       }),
-    syncFallbacks: () => Effect.succeed({ delivered: [], repaired: [], skipped: "fake coordinator" })
+    syncFallbacks: () => Effect.succeed(idle),
+    onSettled: Effect.succeed(idle),
+    onSessionStart: Effect.succeed(idle)
   }
   return {
     layer: Layer.succeed(Coordinator, service),

@@ -69,3 +69,13 @@ export const eventTags = (events: ReadonlyArray<SourceEvent>) =>
         return event._tag
     }
   })
+
+/** Let other fibers and promise callbacks run until `check` holds (bounded; never sleeps on the Clock). */
+export const waitUntil = (check: () => boolean, what = "condition") =>
+  Effect.gen(function* () {
+    for (let i = 0; i < 500; i++) {
+      if (check()) return
+      yield* Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+    }
+    return yield* Effect.dieMessage(`timed out waiting for ${what}`)
+  })
