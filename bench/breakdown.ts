@@ -289,7 +289,7 @@ export const breakdownSection: BenchSection = {
         `(${us(floor)} µs here): a Scope per query ${us(get("scope"))}, the connection semaphore ` +
         `${us(get("semaphore"))}, the \`sql.execute\` span ${us(get("span"))}, the prepare-cache lookup ` +
         `${us(get("cache"))} (together ${us(pieces)}), the rest is fiber plumbing. With the tracer disabled it is ` +
-        `${us(get("sqlNoTracer") - floor)} µs: the span is created anyway. A ≤ 1.5× goal leaves 5–15 µs per op on these floors, so this path ` +
+        `${us(get("sqlNoTracer") - floor)} µs: a no-op span still goes through the same steps. A ≤ 1.5× goal leaves 5–15 µs per op on these floors, so this path ` +
         "alone misses it. " +
         `A statement prepared once and run in the fiber adds ${us(get("protoQuery") - floor)} µs.`,
       `2. **Row decoding** with the strict Schema row costs ${us(get("decodeStrict"))} µs per row ` +

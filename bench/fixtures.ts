@@ -1,6 +1,5 @@
 /** Shared workload for the store sections: intents, their precomputed IDs and the layer under test. */
 import { Context, Effect, Layer, type Scope } from "effect"
-import type { StoreFailure } from "../src/domain/errors.ts"
 import { encodeFactsJson, FACTS_SCHEMA, type FallbackFacts } from "../src/domain/facts.ts"
 import { intentId } from "../src/domain/identity.ts"
 import type { OpenError } from "../src/store/database.ts"
@@ -78,7 +77,7 @@ export const openLayerStore = (
 export const openProtoStore = (
   filename: string,
   synchronous: Synchronous = "NORMAL"
-): Effect.Effect<TurnIntentStoreService, StoreFailure, Scope.Scope> =>
+): Effect.Effect<TurnIntentStoreService, OpenError, Scope.Scope> =>
   Effect.map(Layer.build(layerFast({ filename, synchronous })), (context) =>
     Context.get(context, TurnIntentStore)
   )

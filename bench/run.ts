@@ -123,7 +123,12 @@ const main = async () => {
       "",
       `Latest \`npm run bench\` results (${new Date(started).toISOString()}, ${seconds} s${quick ? ", --quick" : ""}). ` +
         "Ratios compare our layer with a raw better-sqlite3 baseline measured in the same run; " +
-        "absolute numbers only mean something on the machine below.",
+        "absolute numbers only mean something on the machine below. Speed is measured here and never " +
+        "asserted in tests.",
+      "",
+      "Run: `npm run bench` under Node 22 (bench/run.ts; `--quick` for a smoke run, `--only=store,breakdown,scaling,memory`, " +
+        "`--full` to add synchronous=FULL store timings, `--no-write` to leave this file alone). It exits 1 when a " +
+        "check fails (SQL parity with src, query plans); a missed goal is reported, not fatal.",
       "",
       facts,
       "",

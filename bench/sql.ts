@@ -48,7 +48,7 @@ export const SQL = {
     SET resolved_at = ?, resolution = ?,
         resolution_message_id = ?
     WHERE intent_id = ? AND resolved_at IS NULL
-      AND delivery_claim_token = ?
+      AND delivery_claim_token = ? AND delivery_claim_expires_at > ?
     RETURNING *`
 } as const
 
@@ -173,7 +173,8 @@ export class RawStore {
   }
 
   resolve(intentId: string, token: string, resolution: string, messageId: string): ReadonlyArray<unknown> {
-    return this.statements.resolve.all(iso(Date.now()), resolution, messageId, intentId, token)
+    const now = Date.now()
+    return this.statements.resolve.all(iso(now), resolution, messageId, intentId, token, now)
   }
 
   close(): void {

@@ -353,6 +353,19 @@ const measureFull = (context: BenchContext, plan: Plan) => {
   return measureSides(context, "full", "FULL", plan, 3)
 }
 
+const verdict = (goals: ReadonlyArray<Check>, protoGoals: ReadonlyArray<Check>): string => {
+  const missed = goals.filter((g) => !g.ok).length
+  const protoMissed = protoGoals.filter((g) => !g.ok)
+  return (
+    `**Goal ≤ ${GOAL_RATIO}× the floor:** the current layer meets it for ${goals.length - missed} of ${goals.length} ops. ` +
+    "The breakdown section below measures where the time goes. The prototype meets it for " +
+    `${protoGoals.length - protoMissed.length} of ${protoGoals.length}` +
+    (protoMissed.length === 0
+      ? "."
+      : ` (missed: ${protoMissed.map((g) => g.name.split(" ")[1]).join(", ")}).`)
+  )
+}
+
 const pair = (s: Summary) => `${us(s.median)} / ${us(s.p99)}`
 
 export const storeSection: BenchSection = {
@@ -369,6 +382,7 @@ export const storeSection: BenchSection = {
     const entry = await runtimeEntry(context.quick ? 1_000 : 5_000)
 
     const goals: Array<Check> = []
+    const protoGoals: Array<Check> = []
     const rows = OPS.map((op) => {
       const raw = normal.raw[op]
       const layer = normal.layer[op]
@@ -380,6 +394,12 @@ export const storeSection: BenchSection = {
         ok,
         detail: `${ratio(r)} (${us(layer.median)} vs ${us(raw.median)} µs)`
       })
+      const protoRatio = proto.median / raw.median
+      protoGoals.push({
+        name: `prototype ${op} ≤ ${GOAL_RATIO}× raw`,
+        ok: protoRatio <= GOAL_RATIO,
+        detail: `${ratio(protoRatio)} (${us(proto.median)} vs ${us(raw.median)} µs)`
+      })
       const anchor = ANCHORS[op]
       return [
         `\`${op}\``,
@@ -388,7 +408,7 @@ export const storeSection: BenchSection = {
         `${ratio(r)} (${ratio(layer.p99 / raw.p99)})`,
         mark(ok),
         pair(proto),
-        `${ratio(proto.median / raw.median)} (${ratio(proto.p99 / raw.p99)})`,
+        `${ratio(protoRatio)} (${ratio(proto.p99 / raw.p99)})`,
         ...(full === undefined
           ? []
           : [`${us(full.raw[op].median)} / ${us(full.layer[op].median)} / ${us(full.proto[op].median)}`]),
@@ -423,6 +443,8 @@ export const storeSection: BenchSection = {
         rows
       ),
       "",
+      verdict(goals, protoGoals),
+      "",
       `Anchor columns are the reference numbers from perf-anchors.md (a reference implementation of the same ` +
         `store measured on this machine kind: ${OPS.map((op) => `\`${op}\` ≙ “${ANCHORS[op].label}”`).join(", ")}); ` +
         `they were not produced by this run.`,
@@ -432,6 +454,6 @@ export const storeSection: BenchSection = {
       "",
       parity.map((c) => `- ${mark(c.ok)} ${c.name}: ${c.detail}`).join("\n")
     ].join("\n")
-    return { markdown, checks: parity, goals }
+    return { markdown, checks: parity, goals: [...goals, ...protoGoals] }
   }
 }

@@ -12,8 +12,8 @@ import { SqlClient, SqlError, Statement } from "@effect/sql"
 import type { Connection } from "@effect/sql/SqlConnection"
 import Sqlite from "better-sqlite3"
 import { Context, Effect, Layer, Scope } from "effect"
-import { StoreFailure } from "../../src/domain/errors.ts"
-import { Database, type DatabaseService } from "../../src/store/database.ts"
+import { IncompatibleStore, LegacyLaunchNotifications, StoreFailure } from "../../src/domain/errors.ts"
+import { Database, type DatabaseService, type OpenError } from "../../src/store/database.ts"
 import { CONTROLLER_SCHEMA, controllerSchemaStatements } from "../../src/store/schema.ts"
 
 export interface Prepared {
@@ -96,12 +96,50 @@ const makeConnection = (db: Sqlite.Database): Connection => {
   }
 }
 
+/** Same refusal rules as src/store/database.ts (copied: not exported there). */
+const legacyCheck = (sql: SqlClient.SqlClient, filename: string) =>
+  Effect.gen(function* () {
+    const tables = yield* sql<{ name: string }>`
+      SELECT name FROM sqlite_master WHERE type = 'table'
+      AND name IN ('pi_workflows_metadata', 'workflow_notifications')`
+    const names = new Set(tables.map((t) => t.name))
+    if (names.has("pi_workflows_metadata")) {
+      const rows = yield* sql<{ value: string }>`SELECT value FROM pi_workflows_metadata WHERE key = 'schema'`
+      const found = rows[0]?.value
+      if (found !== undefined && found !== CONTROLLER_SCHEMA) {
+        return yield* new IncompatibleStore({ databasePath: filename, found })
+      }
+    }
+    if (names.has("workflow_notifications")) {
+      const rows = yield* sql<{ pending: number }>`
+        SELECT count(*) AS pending FROM workflow_notifications
+        WHERE kind = 'launch_failure' AND delivered_at IS NULL`
+      const pending = rows[0]?.pending ?? 0
+      if (pending > 0) return yield* new LegacyLaunchNotifications({ databasePath: filename, pending })
+    }
+  })
+
 const open = (options: FastDatabaseOptions) =>
   Effect.gen(function* () {
+    const cannotOpen = (cause: unknown) =>
+      new StoreFailure({
+        operation: "open",
+        message: `cannot open ${options.filename}: ${String(cause)}`,
+        cause
+      })
     const db = yield* Effect.acquireRelease(
       Effect.try({
-        try: () => new Sqlite(options.filename),
-        catch: (cause) => new StoreFailure({ operation: "open", message: String(cause), cause })
+        try: () => {
+          const handle = new Sqlite(options.filename)
+          try {
+            handle.pragma("journal_mode = WAL")
+          } catch (cause) {
+            handle.close()
+            throw cause
+          }
+          return handle
+        },
+        catch: cannotOpen
       }),
       (handle) => Effect.sync(() => handle.close())
     )
@@ -121,21 +159,39 @@ const open = (options: FastDatabaseOptions) =>
       compiler: Statement.makeCompilerSqlite(),
       spanAttributes: [["db.system.name", "sqlite"]]
     })
+    const immediate: DatabaseService["immediate"] = SqlClient.makeWithTransaction({
+      transactionTag: SqlClient.TransactionConnection,
+      spanAttributes: [],
+      acquireConnection: Effect.flatMap(Scope.make(), (scope) =>
+        Effect.map(Scope.extend(sql.reserve, scope), (conn) => [scope, conn] as const)
+      ),
+      begin: (conn) => conn.executeUnprepared("BEGIN IMMEDIATE", [], undefined),
+      savepoint: (conn, id) => conn.executeUnprepared(`SAVEPOINT effect_sql_${id}`, [], undefined),
+      commit: (conn) => conn.executeUnprepared("COMMIT", [], undefined),
+      rollback: (conn) => conn.executeUnprepared("ROLLBACK", [], undefined),
+      rollbackSavepoint: (conn, id) =>
+        conn.executeUnprepared(`ROLLBACK TO SAVEPOINT effect_sql_${id}`, [], undefined)
+    })
     yield* Effect.try({
       try: () => {
-        db.pragma("journal_mode = WAL")
         db.pragma(`busy_timeout = ${Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5_000))}`)
         db.pragma(`synchronous = ${options.synchronous ?? "NORMAL"}`)
         db.pragma("foreign_keys = ON")
-        db.transaction(() => {
-          for (const statement of controllerSchemaStatements) db.exec(statement)
-          db.prepare(
-            "INSERT INTO pi_workflows_metadata (key, value) VALUES ('schema', ?) ON CONFLICT (key) DO NOTHING"
-          ).run(CONTROLLER_SCHEMA)
-        }).immediate()
       },
       catch: (cause) => new StoreFailure({ operation: "open", message: String(cause), cause })
     })
+    yield* immediate(
+      Effect.gen(function* () {
+        yield* legacyCheck(sql, options.filename)
+        for (const statement of controllerSchemaStatements) yield* sql.unsafe(statement)
+        yield* sql`INSERT INTO pi_workflows_metadata (key, value) VALUES ('schema', ${CONTROLLER_SCHEMA})
+          ON CONFLICT (key) DO NOTHING`
+      })
+    ).pipe(
+      Effect.catchTag("SqlError", (e) =>
+        Effect.fail(new StoreFailure({ operation: "open", message: String(e.cause ?? e.message), cause: e }))
+      )
+    )
     const prepare = (text: string): Prepared => {
       const statement = db.prepare(text)
       const viaClient = (
@@ -151,19 +207,6 @@ const open = (options: FastDatabaseOptions) =>
           )
       }
     }
-    const immediate: DatabaseService["immediate"] = SqlClient.makeWithTransaction({
-      transactionTag: SqlClient.TransactionConnection,
-      spanAttributes: [],
-      acquireConnection: Effect.flatMap(Scope.make(), (scope) =>
-        Effect.map(Scope.extend(sql.reserve, scope), (conn) => [scope, conn] as const)
-      ),
-      begin: (conn) => conn.executeUnprepared("BEGIN IMMEDIATE", [], undefined),
-      savepoint: (conn, id) => conn.executeUnprepared(`SAVEPOINT effect_sql_${id}`, [], undefined),
-      commit: (conn) => conn.executeUnprepared("COMMIT", [], undefined),
-      rollback: (conn) => conn.executeUnprepared("ROLLBACK", [], undefined),
-      rollbackSavepoint: (conn, id) =>
-        conn.executeUnprepared(`ROLLBACK TO SAVEPOINT effect_sql_${id}`, [], undefined)
-    })
     return {
       sql,
       database: { filename: options.filename, immediate } satisfies DatabaseService,
@@ -172,12 +215,12 @@ const open = (options: FastDatabaseOptions) =>
   })
 
 /**
- * FastDatabase + Database + SqlClient on one handle: a drop-in for the src Database layer (the
- * prototype skips the legacy-store checks of its `open`).
+ * FastDatabase + Database + SqlClient on one handle: a drop-in for the src Database layer, with
+ * the same open-time checks.
  */
 export const layer = (
   options: FastDatabaseOptions
-): Layer.Layer<FastDatabase | Database | SqlClient.SqlClient, StoreFailure> =>
+): Layer.Layer<FastDatabase | Database | SqlClient.SqlClient, OpenError> =>
   Layer.scopedContext(
     Effect.map(open(options), ({ sql, database, service }) =>
       Context.make(FastDatabase, service).pipe(

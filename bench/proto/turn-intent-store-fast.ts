@@ -25,7 +25,7 @@ import {
   type Resolution,
   type TurnIntent
 } from "../../src/domain/turn-intent.ts"
-import type { Database } from "../../src/store/database.ts"
+import type { Database, OpenError } from "../../src/store/database.ts"
 import {
   type Claim,
   type EnsureIntent,
@@ -182,7 +182,7 @@ export const make = Effect.gen(function* () {
           SET resolved_at = ?, resolution = ?,
               resolution_message_id = ?
           WHERE intent_id = ? AND resolved_at IS NULL
-            AND delivery_claim_token = ?
+            AND delivery_claim_token = ? AND delivery_claim_expires_at > ?
           RETURNING *`),
     release: db.prepare(`UPDATE workflow_turn_intents
           SET delivery_claim_token = NULL, delivery_claim_expires_at = NULL
@@ -363,7 +363,8 @@ export const make = Effect.gen(function* () {
         input.resolution,
         input.messageId,
         input.intentId,
-        input.token
+        input.token,
+        now
       ])
       if (resolved[0] !== undefined) return resolved[0]
       const existing = yield* select("resolve", input.intentId)
@@ -448,5 +449,5 @@ export const make = Effect.gen(function* () {
 /** The prototype store and its database on one SQLite file. */
 export const layerSqlite = (
   options: FastDatabaseOptions
-): Layer.Layer<TurnIntentStore | FastDatabase, StoreFailure> =>
+): Layer.Layer<TurnIntentStore | FastDatabase | Database | SqlClient.SqlClient, OpenError> =>
   Layer.effect(TurnIntentStore, make).pipe(Layer.provideMerge(fastDatabaseLayer(options)))

@@ -20,6 +20,8 @@ export interface RunSummary {
   readonly maxSteps: number
   readonly parkedReason: string | null
   readonly pauseRequested: boolean
+  /** Cancellation was asked of a runner in another process; it applies at its next renewal. */
+  readonly cancelRequested: "agent" | "user" | null
   /** A runner holds a live lease on the run. */
   readonly claimed: boolean
   /** The run's result, once completed. */
@@ -62,6 +64,7 @@ export const summarize = (run: RunRecord, now: number): RunSummary => ({
   maxSteps: run.maxSteps,
   parkedReason: run.parkedReason,
   pauseRequested: run.pauseRequested,
+  cancelRequested: run.cancelRequested,
   claimed: run.claimToken !== null && (run.claimExpiresAt ?? 0) > now,
   ...Option.match(run.result, { onNone: () => ({}), onSome: (result) => ({ result }) }),
   error: run.error,

@@ -89,6 +89,8 @@ describe("agent and user cancellation", () => {
         sessionId: SESSION,
         origin: "command"
       })
+      const notYet = yield* Effect.flip(h.engine.pause(started.runId))
+      expect(notYet.message).toMatch(/cannot pause run .* \(queued\): it has not started yet/)
       const cancelled = yield* h.engine.cancel(started.runId, { by: "user" })
       expect(cancelled.state).toBe("cancelled")
       expect(Option.isNone(yield* h.engine.activate(SESSION))).toBe(true)

@@ -150,4 +150,20 @@ describe("fencing after claim loss (two runners, one file)", () => {
       expect((yield* a.store.steps(runId)).map((s) => s.outcome)).toEqual([null])
     })
   )
+
+  it.scoped("cancel from another process is recorded and applied by the owner at its next renewal", () =>
+    Effect.gen(function* () {
+      const a = yield* makeHarness({ definitions: [flow], config: { leaseMs: 30_000, renewEveryMs: 10_000 } })
+      const b = yield* makeHarness({ definitions: [flow], filename: a.filename })
+      const runId = yield* a.launch("handoff", {}, "command")
+      yield* a.coordinator.take
+      const requested = yield* b.engine.cancel(runId, { by: "user" })
+      expect([requested.state, requested.cancelRequested]).toEqual(["running", "user"])
+      expect(yield* b.events).toEqual([])
+      yield* TestClock.adjust(10_000)
+      const done = yield* a.engine.await(runId)
+      expect([done.state, done.cancelRequested]).toEqual(["cancelled", null])
+      expect(eventTags(yield* a.events)).toEqual(["Quiet:directCancel"])
+    })
+  )
 })

@@ -208,4 +208,37 @@ describe("routing on outcomes", () => {
       ])
     })
   )
+
+  it.scoped(
+    "a compute output that is not JSON fails the node; a failing presentation falls back to JSON",
+    () =>
+      Effect.gen(function* () {
+        const odd = {
+          name: "odd",
+          startAt: "a",
+          nodes: { a: { type: "compute", run: () => ({ when: new Date(0) }) } },
+          edges: []
+        }
+        const shown = {
+          name: "shown",
+          startAt: "a",
+          nodes: { a: { type: "compute", run: async () => ({ n: 1 }) } },
+          edges: [],
+          presentation: () => {
+            throw new Error("template bug")
+          }
+        }
+        const h = yield* makeHarness({ definitions: [odd, shown] })
+        const failed = yield* h.engine.await(yield* h.launch("odd"))
+        expect(failed.error?.original).toBe(
+          'compute node "a" returned non-JSON data: output.when is not a plain object'
+        )
+        const done = yield* h.engine.await(yield* h.launch("shown"))
+        expect(done.result).toEqual({ n: 1 })
+        const presentation = yield* h.coordinator.take
+        expect(presentation.message.content).toBe(
+          `Workflow "shown" (run ${done.runId}) completed.\nResult:\n{\n  "n": 1\n}`
+        )
+      })
+  )
 })

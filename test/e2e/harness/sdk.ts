@@ -28,14 +28,24 @@ import {
   type SessionStartEvent,
   SettingsManager
 } from "@earendil-works/pi-coding-agent"
-import { type FauxProviderHandle, type FauxResponseStep, fauxProvider } from "@earendil-works/pi-ai"
+import {
+  type FauxProviderHandle,
+  type FauxResponseFactory,
+  type FauxResponseStep,
+  fauxAssistantMessage,
+  fauxProvider,
+  type TranscriptContext
+} from "@earendil-works/pi-ai"
 
 export { fauxAssistantMessage, fauxText, fauxToolCall } from "@earendil-works/pi-ai"
 
 export interface FauxSessionOptions {
   /** Extension factories (or named inline extensions) to load, in order. */
   readonly extensions: ReadonlyArray<InlineExtension>
-  /** The model's replies, in order; a function step sees the context the model got. */
+  /**
+   * The model's replies, in order; a function step sees the context the model got. When they
+   * run out the model answers "ok" (like the mock server), never an error.
+   */
   readonly replies?: ReadonlyArray<FauxResponseStep>
   /** Write a session file under `<dir>/sessions` (default: in-memory session). */
   readonly persist?: boolean
@@ -71,8 +81,12 @@ export interface FauxSession {
   entries(): ReadonlyArray<SessionEntry>
   /** Custom messages on the current branch, optionally of one `customType`. */
   customMessages(customType?: string): ReadonlyArray<CustomMessageEntry>
-  /** How many times the faux model was called. */
+  /** Append replies to the script. */
+  enqueue(...steps: ReadonlyArray<FauxResponseStep>): void
+  /** How many times the model was called. */
   modelCalls(): number
+  /** The context (system prompt, messages, tools) of each model call, in order. */
+  contexts(): ReadonlyArray<TranscriptContext>
   /** `runtime.dispose()` (emits `session_shutdown`), then removes the temp dir if we made it. Idempotent. */
   dispose(): Promise<void>
 }
@@ -87,7 +101,20 @@ export const createFauxSession = async (options: FauxSessionOptions): Promise<Fa
   for (const d of [agentDir, sessionDir, cwd]) mkdirSync(d, { recursive: true })
 
   const faux = fauxProvider()
-  faux.setResponses([...(options.replies ?? [])])
+  const script: Array<FauxResponseStep> = [...(options.replies ?? [])]
+  const contexts: Array<TranscriptContext> = []
+  // One self-renewing step serves every call: it records the context, falls back to "ok", and
+  // yields a macrotask first. The faux model otherwise resolves in microtasks only, so an
+  // extension that loops (a follow-up per settle) would starve every timer, test timeouts
+  // included, and hang the worker for good.
+  const dispatch: FauxResponseFactory = async (context, streamOptions, state, model) => {
+    faux.appendResponses([dispatch])
+    contexts.push(context)
+    await new Promise<void>((resolve) => setImmediate(resolve))
+    const step = script.shift() ?? fauxAssistantMessage("ok")
+    return typeof step === "function" ? step(context, streamOptions, state, model) : step
+  }
+  faux.setResponses([dispatch])
   // No models.json and an isolated auth file: only the faux provider exists.
   const modelRuntime = await ModelRuntime.create({ authPath: join(agentDir, "auth.json"), modelsPath: null })
   modelRuntime.registerNativeProvider(faux.provider)
@@ -205,13 +232,33 @@ export const createFauxSession = async (options: FauxSessionOptions): Promise<Fa
         .sessionManager.getBranch()
         .filter((entry): entry is CustomMessageEntry => entry.type === "custom_message")
         .filter((entry) => customType === undefined || entry.customType === customType),
-    modelCalls: () => faux.state.callCount,
+    enqueue: (...steps) => {
+      script.push(...steps)
+    },
+    modelCalls: () => contexts.length,
+    contexts: () => [...contexts],
     dispose: async () => {
       if (disposed) return
       disposed = true
       unsubscribe()
-      await runtime.dispose()
-      if (ownsDir) rmSync(dir, { recursive: true, force: true })
+      try {
+        // runtime.dispose() aborts and waits for idle; an extension that keeps starting runs
+        // never lets it finish, so bound it and then cut the session loose.
+        let timer: ReturnType<typeof setTimeout> | undefined
+        const finished = await Promise.race([
+          runtime.dispose().then(() => true),
+          new Promise<false>((resolve) => {
+            timer = setTimeout(() => resolve(false), 5_000)
+          })
+        ])
+        clearTimeout(timer)
+        if (!finished) {
+          runtime.session.dispose()
+          throw new Error("sdk: runtime.dispose() did not finish within 5 s (an extension keeps starting runs?)")
+        }
+      } finally {
+        if (ownsDir) rmSync(dir, { recursive: true, force: true })
+      }
     }
   }
 }

@@ -5,7 +5,8 @@
  */
 import { Context, Effect, Layer, Option, Ref } from "effect"
 import type { SourceEvent } from "../../../src/domain/source-event.ts"
-import { Engine, type EngineConfig, layer as engineLayer } from "../../../src/engine/engine.ts"
+import { Engine, type EngineConfig } from "../../../src/engine/engine.ts"
+import { layer as engineLayer } from "../../../src/engine/engine-live.ts"
 import { layerFromDefinitions, WorkflowRegistry, type WorkflowEntry } from "../../../src/engine/registry.ts"
 import { layerRecording } from "../../../src/interruption/source-events.ts"
 import { RunStore } from "../../../src/store/run-store.ts"

@@ -1,0 +1,373 @@
+/**
+ * The Engine implementation: a registry of runs this process executes (one runner fiber each,
+ * in the engine's scope), plus the queue, control and status operations over the RunStore.
+ * Closing the layer parks the runs still executing.
+ */
+import { Clock, Deferred, Effect, FiberMap, FiberSet, Layer, Option, Ref } from "effect"
+import { InvalidInput } from "../domain/errors.ts"
+import { Coordinator } from "../delivery/coordinator.ts"
+import { SourceEvents } from "../interruption/source-events.ts"
+import { RunNotFound } from "../store/run-errors.ts"
+import { isTerminal, type RunRecord, RunStore } from "../store/run-store.ts"
+import {
+  type ActiveRun,
+  type EngineSettings,
+  memoryOf,
+  newId,
+  type RunnerDeps,
+  runRefOf,
+  type StopRequest,
+  workflowRefOf
+} from "./active-run.ts"
+import { Engine, type EngineConfig, type EngineService } from "./engine.ts"
+import { InvalidRunState, InvalidWorkflowInput, RunBusy, SourceChanged } from "./errors.ts"
+import { jsonProblem } from "./json.ts"
+import { type RegisteredWorkflow, WorkflowRegistry } from "./registry.ts"
+import { submit as submitRequest } from "./requests.ts"
+import { runClaimed } from "./runner.ts"
+import { snapshotOf } from "./snapshot.ts"
+import { type RunSummary, stepView, summarize } from "./status.ts"
+import { DEFAULT_TIMEOUT_MS } from "./timeout.ts"
+
+const settingsOf = (config: EngineConfig): EngineSettings => ({
+  defaultTimeoutMs: config.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS,
+  leaseMs: config.leaseMs ?? 60_000,
+  renewEveryMs: config.renewEveryMs ?? 20_000
+})
+
+const runIdOf = (name: string, now: number) =>
+  Effect.map(newId("x"), (id) => {
+    const stamp = new Date(now)
+      .toISOString()
+      .replace(/[-:]/g, "")
+      .replace(/\.\d+Z$/, "Z")
+    const slug = name
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, "-")
+      .slice(0, 64)
+    return `${stamp}-${slug}-${id.slice(2, 10)}`
+  })
+
+const sourceProblem = (record: RunRecord, registered: RegisteredWorkflow): SourceChanged | null =>
+  registered.fingerprint === record.sourceFingerprint && registered.revision === record.revision
+    ? null
+    : new SourceChanged({
+        runId: record.runId,
+        workflow: record.workflowName,
+        expectedRevision: record.revision,
+        foundRevision: registered.revision,
+        expectedFingerprint: record.sourceFingerprint,
+        foundFingerprint: registered.fingerprint
+      })
+
+export const make = (config: EngineConfig = {}) =>
+  Effect.gen(function* () {
+    const store = yield* RunStore
+    const registry = yield* WorkflowRegistry
+    const coordinator = yield* Coordinator
+    const events = yield* SourceEvents
+    const settings = settingsOf(config)
+    const fibers = yield* FiberMap.make<string>()
+    const detached = yield* FiberSet.make()
+    const handles = yield* Ref.make<ReadonlyMap<string, ActiveRun>>(new Map())
+    const deps: RunnerDeps = {
+      store,
+      coordinator,
+      events,
+      settings,
+      background: (effect) => Effect.asVoid(FiberSet.run(detached, effect))
+    }
+
+    const now = Clock.currentTimeMillis
+    const activeRun = (runId: string) => Effect.map(Ref.get(handles), (map) => map.get(runId))
+    const requireRun = (runId: string) =>
+      Effect.flatMap(
+        store.get(runId),
+        Option.match({ onNone: () => new RunNotFound({ runId }), onSome: Effect.succeed })
+      )
+    const summary = (runId: string) =>
+      Effect.flatMap(requireRun(runId), (record) => Effect.map(now, (at) => summarize(record, at)))
+
+    const spawn = (record: RunRecord, token: string, registered: RegisteredWorkflow) =>
+      Effect.gen(function* () {
+        const steps = yield* store.steps(record.runId)
+        const run: ActiveRun = {
+          runId: record.runId,
+          ref: runRefOf(record),
+          fence: { runId: record.runId, token },
+          workflow: registered.workflow,
+          input: record.input,
+          lock: yield* Effect.makeSemaphore(1),
+          stop: yield* Deferred.make<StopRequest>(),
+          finished: yield* Deferred.make<void>(),
+          memory: yield* Ref.make(memoryOf(record, steps))
+        }
+        yield* Ref.update(handles, (map) => new Map(map).set(run.runId, run))
+        const current = {
+          nodeId: record.currentNodeId ?? registered.workflow.startAt,
+          attemptId: record.currentAttemptId
+        }
+        const done = Effect.zipRight(
+          Ref.update(handles, (map) => {
+            const next = new Map(map)
+            next.delete(run.runId)
+            return next
+          }),
+          Deferred.succeed(run.finished, undefined)
+        )
+        yield* FiberMap.run(fibers, run.runId, Effect.ensuring(runClaimed(deps, run, steps, current), done))
+      })
+
+    const start: EngineService["start"] = (input) =>
+      Effect.gen(function* () {
+        if (
+          typeof input.sessionId !== "string" ||
+          input.sessionId.length === 0 ||
+          input.sessionId.length > 512
+        ) {
+          return yield* new InvalidInput({
+            field: "sessionId",
+            message: "sessionId must be a non-empty string"
+          })
+        }
+        const registered = yield* registry.get(input.workflow)
+        const workflow = registered.workflow
+        const problem = jsonProblem(input.input, "input") ?? workflow.input?.(input.input) ?? null
+        if (problem !== null) return yield* new InvalidWorkflowInput({ workflow: workflow.name, problem })
+        const runId = yield* runIdOf(workflow.name, yield* now)
+        const record = yield* store.reserve({
+          runId,
+          workflowName: workflow.name,
+          workflowRef: workflowRefOf(workflow.name, workflow.revision),
+          revision: workflow.revision,
+          sourceFingerprint: registered.fingerprint,
+          snapshot: snapshotOf(workflow),
+          targetSessionId: input.sessionId,
+          origin: input.origin,
+          input: input.input,
+          startAt: workflow.startAt,
+          maxSteps: workflow.maxSteps
+        })
+        return summarize(record, yield* now)
+      })
+
+    /** Why a queued run cannot start now, if it cannot. */
+    const launchCheck = (record: RunRecord) =>
+      Effect.gen(function* () {
+        const found = yield* Effect.either(registry.get(record.workflowName))
+        if (found._tag === "Left")
+          return { problem: `workflow "${record.workflowName}" is no longer loaded` } as const
+        const changed = sourceProblem(record, found.right)
+        if (changed !== null) return { problem: changed.message } as const
+        const invalid = found.right.workflow.input?.(record.input) ?? null
+        if (invalid !== null) return { problem: `input is invalid: ${invalid}` } as const
+        return { registered: found.right } as const
+      })
+
+    const activate: EngineService["activate"] = (sessionId) =>
+      Effect.gen(function* () {
+        const queued = yield* store.nextQueued(sessionId)
+        if (Option.isNone(queued)) return Option.none()
+        const token = yield* newId("claim")
+        const claimed = yield* store
+          .claim({ runId: queued.value.runId, token, leaseMs: settings.leaseMs, mode: "activate" })
+          .pipe(
+            Effect.catchTags({
+              RunNotFound: () => Effect.succeed(null),
+              ClaimRefused: () => Effect.succeed(null)
+            })
+          )
+        // Another process activated it first.
+        if (claimed === null) return Option.none()
+        const check = yield* launchCheck(claimed)
+        if ("problem" in check) {
+          const error = { message: check.problem, nodeId: null, original: null }
+          const ended = yield* store
+            .settle({ runId: claimed.runId, token }, { next: { _tag: "End", state: "failed", error } })
+            .pipe(Effect.catchTag("ClaimLost", () => Effect.succeed(null)))
+          if (ended === null) return Option.none()
+          yield* events.publish({ _tag: "LaunchFailed", run: runRefOf(claimed), reason: check.problem })
+          return Option.some(summarize(ended, yield* now))
+        }
+        yield* spawn(claimed, token, check.registered)
+        return Option.some(summarize(claimed, yield* now))
+      })
+
+    /** Hand a stop to this process's runner and wait until it has stopped. */
+    const signal = (runId: string, action: string, stop: StopRequest) =>
+      Effect.gen(function* () {
+        const run = yield* activeRun(runId)
+        if (run === undefined) {
+          const record = yield* requireRun(runId)
+          return yield* new InvalidRunState({
+            runId,
+            state: record.state,
+            action,
+            problem: "it is not running in this process"
+          })
+        }
+        yield* Deferred.succeed(run.stop, stop)
+        yield* Deferred.await(run.finished)
+        return yield* summary(runId)
+      })
+
+    const cancel: EngineService["cancel"] = (runId, { by }) =>
+      Effect.gen(function* () {
+        const run = yield* activeRun(runId)
+        if (run !== undefined) {
+          yield* Deferred.succeed(run.stop, { _tag: "Cancel", by })
+          yield* Deferred.await(run.finished)
+          const after = yield* requireRun(runId)
+          if (after.state === "cancelled") return summarize(after, yield* now)
+        }
+        const result = yield* store.cancel(runId, by)
+        if (result._tag === "Refused") {
+          return yield* new InvalidRunState({
+            runId,
+            state: result.run.state,
+            action: "cancel",
+            problem: "it has already ended"
+          })
+        }
+        if (result._tag === "Cancelled" && by === "user") {
+          yield* events.publish({ _tag: "Quiet", run: runRefOf(result.run), kind: "directCancel" })
+        }
+        return summarize(result.run, yield* now)
+      })
+
+    const pause: EngineService["pause"] = (runId) =>
+      Effect.gen(function* () {
+        const result = yield* store.requestPause(runId)
+        if (result._tag === "Refused") {
+          const queued = result.run.state === "queued"
+          return yield* new InvalidRunState({
+            runId,
+            state: result.run.state,
+            action: "pause",
+            problem: queued ? "it has not started yet (cancel it instead)" : "it has already ended"
+          })
+        }
+        yield* events.publish({ _tag: "Quiet", run: runRefOf(result.run), kind: "pause" })
+        return summarize(result.run, yield* now)
+      })
+
+    const resume: EngineService["resume"] = (runId) =>
+      Effect.gen(function* () {
+        const record = yield* requireRun(runId)
+        const refuse = (problem: string) =>
+          new InvalidRunState({ runId, state: record.state, action: "resume", problem })
+        if ((yield* activeRun(runId)) !== undefined)
+          return yield* refuse("it is already running in this process")
+        if (isTerminal(record.state)) return yield* refuse("it has already ended")
+        if (record.state === "queued")
+          return yield* refuse("it has not started yet; it starts when activated")
+        const registered = yield* registry.get(record.workflowName)
+        const changed = sourceProblem(record, registered)
+        if (changed !== null) return yield* changed
+        const token = yield* newId("claim")
+        const claimed = yield* store
+          .claim({ runId, token, leaseMs: settings.leaseMs, mode: "resume" })
+          .pipe(
+            Effect.catchTag("ClaimRefused", (refused) =>
+              refused.reason === "held"
+                ? Effect.fail<RunBusy | InvalidRunState>(new RunBusy({ runId }))
+                : Effect.fail(refuse(refused.message))
+            )
+          )
+        yield* spawn(claimed, token, registered)
+        return summarize(claimed, yield* now)
+      })
+
+    const recover: EngineService["recover"] = (sessionId) =>
+      Effect.gen(function* () {
+        const at = yield* now
+        const runs = yield* store.listBySession(sessionId, 100)
+        const candidates = runs.filter(
+          (run) => run.state === "running" && (run.claimToken === null || (run.claimExpiresAt ?? 0) <= at)
+        )
+        const resumed: Array<RunSummary> = []
+        const refused: Array<{ runId: string; reason: string }> = []
+        for (const run of candidates) {
+          const outcome = yield* Effect.either(resume(run.runId))
+          if (outcome._tag === "Right") resumed.push(outcome.right)
+          else if (outcome.left._tag === "StoreFailure") return yield* outcome.left
+          else refused.push({ runId: run.runId, reason: outcome.left.message })
+        }
+        return { resumed, refused }
+      })
+
+    const status: EngineService["status"] = (runId) =>
+      Effect.gen(function* () {
+        const record = yield* requireRun(runId)
+        const steps = yield* store.steps(runId)
+        return { ...summarize(record, yield* now), stepRecords: steps.map(stepView) }
+      })
+
+    const list: EngineService["list"] = (sessionId, options) =>
+      Effect.gen(function* () {
+        const runs = yield* store.listBySession(sessionId, options?.limit ?? 20)
+        const at = yield* now
+        return runs.map((run) => summarize(run, at))
+      })
+
+    const active: EngineService["active"] = (sessionId) =>
+      Effect.gen(function* () {
+        // One reservation per session: at most one such run exists, and it is among the newest.
+        const runs = yield* store.listBySession(sessionId, 20)
+        const at = yield* now
+        return Option.map(Option.fromNullable(runs.find((run) => !isTerminal(run.state))), (run) =>
+          summarize(run, at)
+        )
+      })
+
+    const awaitRun: EngineService["await"] = (runId) =>
+      Effect.gen(function* () {
+        const run = yield* activeRun(runId)
+        if (run !== undefined) yield* Deferred.await(run.finished)
+        return yield* summary(runId)
+      })
+
+    const shutdown: EngineService["shutdown"] = Effect.gen(function* () {
+      const runs = [...(yield* Ref.get(handles)).values()]
+      yield* Effect.forEach(
+        runs,
+        (run) =>
+          Effect.zipRight(
+            Deferred.succeed(run.stop, { _tag: "Park", reason: "shutdown", quiet: "shutdown" }),
+            Deferred.await(run.finished)
+          ),
+        { concurrency: "unbounded", discard: true }
+      )
+    })
+
+    // Closing the engine's scope parks what still runs, before its fibers are interrupted.
+    yield* Effect.addFinalizer(() => shutdown)
+
+    return Engine.of({
+      start,
+      activate,
+      submit: (input) => submitRequest(store, activeRun, input),
+      cancel,
+      pause,
+      park: (runId, reason) => signal(runId, "park", { _tag: "Park", reason, quiet: null }),
+      interrupt: (runId, options) =>
+        signal(runId, "interrupt", {
+          _tag: "Interrupt",
+          reason: options.reason,
+          afterwards: options.afterwards
+        }),
+      resume,
+      recover,
+      status,
+      active,
+      list,
+      await: awaitRun,
+      shutdown
+    })
+  })
+
+/** The engine over its ports; closing the layer parks the runs still executing. */
+export const layer = (
+  config: EngineConfig = {}
+): Layer.Layer<Engine, never, RunStore | WorkflowRegistry | Coordinator | SourceEvents> =>
+  Layer.scoped(Engine, make(config))
