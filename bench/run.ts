@@ -128,7 +128,7 @@ const main = async () => {
       "",
       "Run: `npm run bench` under Node 22 (bench/run.ts; `--quick` for a smoke run, `--only=store,breakdown,scaling,memory`, " +
         "`--full` to add synchronous=FULL store timings, `--no-write` to leave this file alone). It exits 1 when a " +
-        "check fails (SQL parity with src, query plans); a missed goal is reported, not fatal.",
+        "check fails (pragma and SQL parity with src, query plans); a missed goal is reported, not fatal.",
       "",
       facts,
       "",

@@ -5,9 +5,10 @@
  * a warm-up slice of each phase runs untimed before the measured slice.
  */
 import { join } from "node:path"
-import { Statement } from "@effect/sql"
-import { Effect, Layer, ManagedRuntime, type Scope } from "effect"
-import type { TurnIntentStoreService } from "../src/store/turn-intent-store.ts"
+import { SqlClient, Statement } from "@effect/sql"
+import { Context, Effect, Layer, ManagedRuntime, type Scope } from "effect"
+import { TurnIntentStore, type TurnIntentStoreService } from "../src/store/turn-intent-store.ts"
+import { layerSqlite } from "../src/store/turn-intent-store-sqlite.ts"
 import { LEASE_MS, nowUs, openLayerStore, openProtoStore, type Workload, workload } from "./fixtures.ts"
 import { type BenchContext, type BenchSection, type Check, mark } from "./section.ts"
 import { normalizeSql, type OpName, openRaw, RawStore, SQL, type Synchronous } from "./sql.ts"
@@ -314,8 +315,23 @@ const sqlParity = async (context: BenchContext): Promise<ReadonlyArray<Check>> =
   return Effect.runPromise(
     Effect.scoped(
       Effect.gen(function* () {
-        const store = yield* openLayerStore(join(context.tempRoot, "parity.db"))
+        const filename = join(context.tempRoot, "parity.db")
+        const layerContext = yield* Layer.build(layerSqlite({ filename }))
+        const store = Context.get(layerContext, TurnIntentStore)
+        const sql = Context.get(layerContext, SqlClient.SqlClient)
         const checks: Array<Check> = []
+        // Both sides must run with the same connection settings, or the ratio compares setups.
+        const raw = openRaw(join(context.tempRoot, "parity-raw.db"))
+        for (const pragma of ["journal_mode", "synchronous", "busy_timeout", "foreign_keys"]) {
+          const layerValue = String(Object.values((yield* sql.unsafe(`PRAGMA ${pragma}`))[0] ?? {})[0])
+          const rawValue = String(raw.pragma(pragma, { simple: true }))
+          checks.push({
+            name: `pragma parity: ${pragma}`,
+            ok: layerValue === rawValue,
+            detail: `layer ${layerValue}, raw ${rawValue}`
+          })
+        }
+        raw.close()
         for (const [op, call] of calls) {
           sent.length = 0
           yield* capture(call(store))

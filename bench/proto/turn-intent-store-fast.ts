@@ -34,6 +34,7 @@ import {
   TurnIntentStore,
   type TurnIntentStoreService
 } from "../../src/store/turn-intent-store.ts"
+import { SQL } from "../sql.ts"
 import { intentIdFast, validateFactsFast } from "./domain-fast.ts"
 import {
   FastDatabase,
@@ -146,49 +147,15 @@ const checked = <A, E>(
 
 export const make = Effect.gen(function* () {
   const db = yield* FastDatabase
+  // The very SQL of the raw floor (bench/sql.ts), which the bench checks against what src sends.
   const statement = {
-    insert: db.prepare(`INSERT INTO workflow_turn_intents (intent_id, source_event_id, run_id, workflow_ref,
-            target_session_id, cause, node_id, attempt_id, fallback_facts_json, requested_at, eligible_at)
-          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-          ON CONFLICT (intent_id) DO NOTHING
-          RETURNING *`),
+    insert: db.prepare(SQL.ensure),
     select: db.prepare("SELECT * FROM workflow_turn_intents WHERE intent_id = ?"),
-    markEligible: db.prepare(`UPDATE workflow_turn_intents
-          SET eligible_at = coalesce(eligible_at, ?),
-              fallback_facts_json = coalesce(?, fallback_facts_json)
-          WHERE intent_id = ? AND resolved_at IS NULL
-          RETURNING *`),
-    claimForRun: db.prepare(`UPDATE workflow_turn_intents
-          SET delivery_claim_token = ?, delivery_claim_expires_at = ?
-          WHERE intent_id = (
-            SELECT intent_id FROM workflow_turn_intents
-            WHERE run_id = ? AND target_session_id = ?
-              AND resolved_at IS NULL
-              AND (delivery_claim_token IS NULL OR delivery_claim_expires_at <= ?
-                OR delivery_claim_token = ?)
-            ORDER BY requested_at, intent_id LIMIT 1)
-          RETURNING *`),
-    claimEligible: db.prepare(`UPDATE workflow_turn_intents
-          SET delivery_claim_token = ?, delivery_claim_expires_at = ?
-          WHERE intent_id IN (
-            SELECT intent_id FROM workflow_turn_intents
-            WHERE target_session_id = ?
-              AND resolved_at IS NULL AND eligible_at IS NOT NULL
-              AND (delivery_claim_token IS NULL OR delivery_claim_expires_at <= ?
-                OR delivery_claim_token = ?)
-            ORDER BY eligible_at, intent_id LIMIT ?)
-          RETURNING *`),
-    resolve: db.prepare(`UPDATE workflow_turn_intents
-          SET resolved_at = ?, resolution = ?,
-              resolution_message_id = ?
-          WHERE intent_id = ? AND resolved_at IS NULL
-            AND delivery_claim_token = ? AND delivery_claim_expires_at > ?
-          RETURNING *`),
-    release: db.prepare(`UPDATE workflow_turn_intents
-          SET delivery_claim_token = NULL, delivery_claim_expires_at = NULL
-          WHERE intent_id = ? AND delivery_claim_token = ?
-            AND resolved_at IS NULL
-          RETURNING intent_id`)
+    markEligible: db.prepare(SQL.makeEligible),
+    claimForRun: db.prepare(SQL.claimForRun),
+    claimEligible: db.prepare(SQL.claimEligibleForSession),
+    resolve: db.prepare(SQL.resolve),
+    release: db.prepare(SQL.release)
   }
   // list has at most 12 shapes (filters present × state); each is prepared on first use.
   const listStatements = new Map<string, Prepared>()

@@ -10,9 +10,9 @@ import type { ExtensionAPI } from "@earendil-works/pi-coding-agent"
 import Database from "better-sqlite3"
 import { Type } from "typebox"
 import { afterEach, describe, expect, it } from "vitest"
-import fixtureExtension, { FOLLOWUP_TYPE, NOTE_TYPE } from "./fixtures/abort-followup.ts"
+import fixtureExtension, { createFixture, FOLLOWUP_TYPE, NOTE_TYPE } from "./fixtures/abort-followup.ts"
 import { type MockOpenAI, startMockOpenAI } from "./harness/mock-openai.ts"
-import { createPiSandbox, type PiRpc, type PiSandbox, startPi } from "./harness/pi-rpc.ts"
+import { createPiSandbox, type PiRpc, startPi } from "./harness/pi-rpc.ts"
 import { createFauxSession, fauxAssistantMessage, fauxToolCall } from "./harness/sdk.ts"
 import {
   countByCustomType,
@@ -240,6 +240,16 @@ describe("real Pi over RPC", () => {
     expect(notes[0]?.details).toEqual({ args: "a quiet note" })
   })
 
+  it("a runaway extension (a follow-up per settle) makes waitForQuiet fail fast, not hang", async () => {
+    const { mock, pi } = await setup({ FIXTURE_RUNAWAY: "1" })
+    const mark = pi.mark()
+    await pi.prompt("go")
+    await expect(pi.waitForQuiet({ after: mark, timeoutMs: 800 })).rejects.toThrow(
+      /timed out waiting for quiet/
+    )
+    expect(mock.requestCount()).toBeGreaterThan(2)
+  })
+
   it("a wait that cannot be met fails with the recent events and stderr in the message", async () => {
     const { pi } = await setup()
     await expect(pi.waitForSettled({ timeoutMs: 200 })).rejects.toThrow(
@@ -346,6 +356,11 @@ describe("in-process SDK with the faux model", () => {
     expect(lifecycle).toEqual(["start:startup"])
     await sdk.prompt("please shout")
     expect(sdk.modelCalls()).toBe(2)
+    expect(sdk.contexts()[1]?.messages.map((message) => message.role)).toEqual([
+      "user",
+      "assistant",
+      "toolResult"
+    ])
     const roles = sdk.entries().flatMap((entry) => (entry.type === "message" ? [entry.message.role] : []))
     expect(roles).toEqual(["system", "user", "assistant", "toolResult", "assistant"])
     expect(sdk.session.getLastAssistantText()).toContain("HI")
@@ -367,5 +382,16 @@ describe("in-process SDK with the faux model", () => {
     expect(sdk.customMessages(FOLLOWUP_TYPE).map((entry) => entry.details)).toEqual([{ n: 1 }])
     const settles = sdk.events().flatMap((event) => (event.type === "agent_settled" ? [event.aborted] : []))
     expect(settles).toEqual([true, false])
+  })
+
+  it("a runaway extension cannot hang the worker: prompt and dispose time out and cut the loop", async () => {
+    const sdk = await createFauxSession({ extensions: [createFixture({ runaway: true })] })
+    cleanups.push(() => sdk.dispose().catch(() => {}))
+    await expect(sdk.prompt("go", 300)).rejects.toThrow(/did not finish within 300 ms/)
+    expect(sdk.modelCalls()).toBeGreaterThan(2)
+    await expect(sdk.dispose(200)).rejects.toThrow(/did not finish within 200 ms/)
+    const calls = sdk.modelCalls()
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(sdk.modelCalls()).toBe(calls)
   })
 })

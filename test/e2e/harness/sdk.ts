@@ -67,8 +67,11 @@ export interface FauxSession {
   readonly session: AgentSession
   /** Session events seen since creation, in order. */
   events(): ReadonlyArray<AgentSessionEvent>
-  /** Prompt, then `waitForQuiet()`: also runs started from `agent_settled` handlers have ended. */
-  prompt(text: string): Promise<void>
+  /**
+   * Prompt, then `waitForQuiet()`: also runs started from `agent_settled` handlers have ended.
+   * Throws if that takes longer than `timeoutMs` (default 10 s).
+   */
+  prompt(text: string, timeoutMs?: number): Promise<void>
   /**
    * Wait until the session is idle and no run starts for `quietMs` (default 20). Work an
    * `agent_settled` handler requests starts after that event, so `waitForIdle()` alone can return
@@ -87,8 +90,27 @@ export interface FauxSession {
   modelCalls(): number
   /** The context (system prompt, messages, tools) of each model call, in order. */
   contexts(): ReadonlyArray<TranscriptContext>
-  /** `runtime.dispose()` (emits `session_shutdown`), then removes the temp dir if we made it. Idempotent. */
-  dispose(): Promise<void>
+  /**
+   * `runtime.dispose()` (emits `session_shutdown`), then removes the temp dir if we made it.
+   * Idempotent. If Pi does not get idle within `timeoutMs` (default 5 s) the session is
+   * disposed directly (no `session_shutdown`) and an error is thrown.
+   */
+  dispose(timeoutMs?: number): Promise<void>
+}
+
+/** True if `promise` settles before `deadline` (a `performance.now()` value), false otherwise. */
+const beforeDeadline = async (promise: Promise<unknown>, deadline: number): Promise<boolean> => {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  try {
+    return await Promise.race([
+      promise.then(() => true),
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), Math.max(0, deadline - performance.now()))
+      })
+    ])
+  } finally {
+    clearTimeout(timer)
+  }
 }
 
 /** Build a session with the given extensions and a scripted faux model. */
@@ -180,27 +202,22 @@ export const createFauxSession = async (options: FauxSessionOptions): Promise<Fa
     return current
   }
   track()
+  const recentTypes = () =>
+    seen
+      .slice(-12)
+      .map((event) => event.type)
+      .join(", ")
   const waitForQuiet = async (quietMs = 20, timeoutMs = 10_000) => {
     const deadline = performance.now() + timeoutMs
     for (;;) {
-      if (performance.now() > deadline) {
-        const recent = seen
-          .slice(-20)
-          .map((event) => event.type)
-          .join(", ")
-        // A run loop that never ends (e.g. a follow-up per settle) lands here instead of hanging.
-        throw new Error(`sdk: not quiet within ${timeoutMs} ms; ${seen.length} events, last: ${recent}`)
-      }
       const session = track()
-      let timer: ReturnType<typeof setTimeout> | undefined
-      const idle = await Promise.race([
-        session.waitForIdle().then(() => true),
-        new Promise<false>((resolve) => {
-          timer = setTimeout(() => resolve(false), Math.max(0, deadline - performance.now()))
-        })
-      ])
-      clearTimeout(timer)
-      if (!idle) continue
+      const idle = await beforeDeadline(session.waitForIdle(), deadline)
+      if (!idle) {
+        // A run loop that never ends (e.g. a follow-up per settle) lands here instead of hanging.
+        throw new Error(
+          `sdk: not quiet within ${timeoutMs} ms; ${seen.length} events, last: ${recentTypes()}`
+        )
+      }
       const before = seen.length
       await new Promise<void>((resolve) => setTimeout(resolve, quietMs))
       const started = seen.slice(before).some((event) => event.type === "agent_start")
@@ -220,9 +237,13 @@ export const createFauxSession = async (options: FauxSessionOptions): Promise<Fa
       return track()
     },
     events: () => [...seen],
-    prompt: async (text) => {
-      await track().prompt(text)
-      await waitForQuiet()
+    prompt: async (text, timeoutMs = 10_000) => {
+      const deadline = performance.now() + timeoutMs
+      // session.prompt() resolves only when queued follow-ups are done too; bound it.
+      if (!(await beforeDeadline(track().prompt(text), deadline))) {
+        throw new Error(`sdk: prompt did not finish within ${timeoutMs} ms; last events: ${recentTypes()}`)
+      }
+      await waitForQuiet(20, Math.max(1, deadline - performance.now()))
     },
     waitForQuiet,
     bind,
@@ -237,24 +258,18 @@ export const createFauxSession = async (options: FauxSessionOptions): Promise<Fa
     },
     modelCalls: () => contexts.length,
     contexts: () => [...contexts],
-    dispose: async () => {
+    dispose: async (timeoutMs = 5_000) => {
       if (disposed) return
       disposed = true
       unsubscribe()
       try {
         // runtime.dispose() aborts and waits for idle; an extension that keeps starting runs
         // never lets it finish, so bound it and then cut the session loose.
-        let timer: ReturnType<typeof setTimeout> | undefined
-        const finished = await Promise.race([
-          runtime.dispose().then(() => true),
-          new Promise<false>((resolve) => {
-            timer = setTimeout(() => resolve(false), 5_000)
-          })
-        ])
-        clearTimeout(timer)
-        if (!finished) {
+        if (!(await beforeDeadline(runtime.dispose(), performance.now() + timeoutMs))) {
           runtime.session.dispose()
-          throw new Error("sdk: runtime.dispose() did not finish within 5 s (an extension keeps starting runs?)")
+          throw new Error(
+            `sdk: runtime.dispose() did not finish within ${timeoutMs} ms (an extension keeps starting runs?)`
+          )
         }
       } finally {
         if (ownsDir) rmSync(dir, { recursive: true, force: true })

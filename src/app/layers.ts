@@ -1,0 +1,61 @@
+/**
+ * The service graph in one place. Everything the Pi extension runs is built here from one
+ * SQLite file, the workflow definitions and a PiSession:
+ *
+ *   Database ─┬─ TurnIntentStore ─┐
+ *             └─ RunStore ────────┼─ Engine ◄─ WorkflowRegistry
+ *   PiSession ─┬─ Coordinator ◄───┤
+ *              └─ SourceEvents ◄──┘   (SourceEvents + Coordinator = the successor-turn core)
+ */
+import type { SqlClient } from "@effect/sql"
+import { Layer } from "effect"
+import { type CoreOptions, layerCore } from "../delivery/core-layer.ts"
+import type { Coordinator } from "../delivery/coordinator.ts"
+import type { EngineConfig } from "../engine/engine.ts"
+import type { Engine } from "../engine/engine.ts"
+import * as EngineLive from "../engine/engine-live.ts"
+import type { DefinitionError } from "../engine/errors.ts"
+import { layerFromDefinitions, type WorkflowEntry, type WorkflowRegistry } from "../engine/registry.ts"
+import type { AbortBookkeeping } from "../interruption/abort-bookkeeping.ts"
+import type { SourceEvents } from "../interruption/source-events.ts"
+import type { PiSession } from "../session/pi-session.ts"
+import { Database, type DatabaseOptions, type OpenError } from "../store/database.ts"
+import type { RunStore } from "../store/run-store.ts"
+import * as RunStoreSqlite from "../store/run-store-sqlite.ts"
+import type { TurnIntentStore } from "../store/turn-intent-store.ts"
+import * as TurnIntentStoreSqlite from "../store/turn-intent-store-sqlite.ts"
+
+export interface AppConfig {
+  readonly database: DatabaseOptions
+  /** Validated definitions (see `src/app/workflows.ts`); one bad entry fails the layer. */
+  readonly workflows: ReadonlyArray<WorkflowEntry>
+  readonly engine?: EngineConfig
+  readonly core?: CoreOptions
+}
+
+export type AppServices =
+  | Engine
+  | Coordinator
+  | SourceEvents
+  | AbortBookkeeping
+  | TurnIntentStore
+  | RunStore
+  | WorkflowRegistry
+  | Database
+  | SqlClient.SqlClient
+
+/** Both stores on one database file. */
+export const layerStores = (options: DatabaseOptions) =>
+  Layer.merge(TurnIntentStoreSqlite.layer, RunStoreSqlite.layer).pipe(
+    Layer.provideMerge(Database.layer(options))
+  )
+
+/** The whole application over a PiSession (live from Pi, or `layerFake` in tests). */
+export const layerApp = (
+  config: AppConfig
+): Layer.Layer<AppServices, OpenError | DefinitionError, PiSession> => {
+  const stores = layerStores(config.database)
+  const core = layerCore(config.core).pipe(Layer.provideMerge(stores))
+  const registry = layerFromDefinitions(config.workflows)
+  return EngineLive.layer(config.engine).pipe(Layer.provideMerge(Layer.merge(core, registry)))
+}

@@ -1,0 +1,71 @@
+/**
+ * What happens at each Pi session event, as programs over the services. The adapter calls
+ * these and applies the returned flags; the decisions (is this abort the user's Escape? what
+ * runs after a settle?) live here, not in the adapter.
+ */
+import { Effect, Option } from "effect"
+import { Coordinator } from "../delivery/coordinator.ts"
+import { Engine } from "../engine/engine.ts"
+import { AbortBookkeeping } from "../interruption/abort-bookkeeping.ts"
+import { PiSession } from "../session/pi-session.ts"
+
+/** Log and continue: a hook failure must never break Pi's event dispatch. */
+const guarded = <A, E, R>(label: string, effect: Effect.Effect<A, E, R>) =>
+  effect.pipe(
+    Effect.asVoid,
+    Effect.catchAllCause((cause) =>
+      Effect.flatMap(PiSession, (session) =>
+        session.notify(`pi-workflow-turns: ${label} failed: ${cause.toString().slice(0, 500)}`, "error")
+      )
+    )
+  )
+
+/** Session start: deliver what is owed, then continue parked runs and queued launches. */
+export const onSessionStart = Effect.gen(function* () {
+  const coordinator = yield* Coordinator
+  const engine = yield* Engine
+  const sessionId = yield* (yield* PiSession).sessionId
+  yield* guarded("fallback sync at session start", coordinator.onSessionStart)
+  yield* guarded("run recovery", engine.recover(sessionId))
+  yield* guarded("queued launch activation", engine.activate(sessionId))
+})
+
+export interface SettleOutcome {
+  /** The user interrupted an active workflow turn (Escape): hold the workflow. */
+  readonly userHold: boolean
+}
+
+/**
+ * `agent_settled`. An aborted turn that this process did not abort is the user's Escape: when
+ * it stopped an active workflow turn, the run is paused and held (no intent, no automatic turn).
+ * Otherwise: clear abort bookkeeping, sync fallbacks, then activate a queued launch.
+ */
+export const onSettled = (aborted: boolean, held: boolean) =>
+  Effect.gen(function* () {
+    const session = yield* PiSession
+    const engine = yield* Engine
+    const sessionId = yield* session.sessionId
+    const systemAborts = yield* (yield* AbortBookkeeping).inFlight
+    let userHold = false
+    if (aborted && systemAborts.length === 0) {
+      const active = yield* engine.active(sessionId).pipe(Effect.orElseSucceed(() => Option.none()))
+      if (Option.isSome(active) && active.value.openRequestId !== null && active.value.state === "running") {
+        userHold = true
+        yield* guarded("hold after Escape", engine.pause(active.value.runId))
+      }
+    }
+    return { userHold } satisfies SettleOutcome
+  }).pipe(
+    Effect.tap(({ userHold }) =>
+      Effect.gen(function* () {
+        yield* guarded("fallback sync after settle", (yield* Coordinator).onSettled)
+        if (!userHold && !held) {
+          const engine = yield* Engine
+          yield* guarded("queued launch activation", engine.activate(yield* (yield* PiSession).sessionId))
+        }
+      })
+    )
+  )
+
+/** Session shutdown: park what runs here (quiet), so another start can resume it. */
+export const onShutdown = Effect.flatMap(Engine, (engine) => engine.shutdown)

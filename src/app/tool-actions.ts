@@ -1,0 +1,75 @@
+/**
+ * The `workflow` tool's actions as programs over the services. The adapter decodes the input
+ * (src/extension/tool-input.ts) and returns the reply; nothing here touches Pi directly.
+ */
+import { Effect, Option } from "effect"
+import type { EngineService } from "../engine/engine.ts"
+import { Engine } from "../engine/engine.ts"
+import { WorkflowRegistry } from "../engine/registry.ts"
+import type { ToolInput } from "../extension/tool-input.ts"
+import { PiSession } from "../session/pi-session.ts"
+import { describeRun, describeStatus, failed, ok, type Reply } from "./replies.ts"
+
+class NoActiveRun extends Error {
+  override readonly name = "NoActiveRun"
+}
+
+/** The given run, or the session's queued/running/waiting run. */
+export const targetRun = (engine: EngineService, sessionId: string, runId: string | undefined) =>
+  runId !== undefined
+    ? Effect.succeed(runId)
+    : Effect.flatMap(engine.active(sessionId), (active) =>
+        Option.match(active, {
+          onNone: () => Effect.fail(new NoActiveRun("this session has no active workflow run; pass runId")),
+          onSome: (run) => Effect.succeed(run.runId)
+        })
+      )
+
+export const runTool = (input: ToolInput): Effect.Effect<Reply, never, Engine | WorkflowRegistry | PiSession> =>
+  Effect.gen(function* () {
+    const engine = yield* Engine
+    const sessionId = yield* (yield* PiSession).sessionId
+    switch (input._tag) {
+      case "list": {
+        const workflows = yield* (yield* WorkflowRegistry).list
+        if (workflows.length === 0) return ok("No workflows are loaded (add .pi/workflows/*.workflow.mjs).")
+        const lines = workflows.map((w) => {
+          const revision = w.revision === null ? "" : ` (revision ${w.revision})`
+          const about = w.workflow.description === null ? "" : ` — ${w.workflow.description}`
+          return `- ${w.workflow.name}${revision}${about}`
+        })
+        return ok(`Workflows:\n${lines.join("\n")}`, { workflows: workflows.map((w) => w.workflow.name) })
+      }
+      case "start": {
+        const run = yield* engine.start({
+          workflow: input.workflow,
+          input: input.input ?? null,
+          sessionId,
+          origin: "tool"
+        })
+        return ok(
+          `Workflow "${run.workflowName}" is queued as run ${run.runId}. It starts when this turn ends; ` +
+            "its steps arrive as new messages. Do not poll or wait for it in this turn.",
+          { runId: run.runId, state: run.state }
+        )
+      }
+      case "status": {
+        const runId = yield* targetRun(engine, sessionId, input.runId)
+        const status = yield* engine.status(runId)
+        return ok(describeStatus(status), { runId, state: status.state })
+      }
+      case "cancel": {
+        const runId = yield* targetRun(engine, sessionId, input.runId)
+        const run = yield* engine.cancel(runId, { by: "agent" })
+        return ok(`Cancelled: ${describeRun(run)}`, { runId, state: run.state })
+      }
+      case "submit": {
+        const receipt = yield* engine.submit({ sessionId, requestId: input.requestId, output: input.output })
+        return ok(
+          `Accepted output for request ${receipt.requestId} (run ${receipt.runId}, node ${receipt.nodeId}). ` +
+            "The workflow continues on its own; end this turn.",
+          { ...receipt }
+        )
+      }
+    }
+  }).pipe(Effect.catchAll((error) => Effect.succeed(failed(input._tag, error))))
