@@ -17,4 +17,4 @@ const shared = {
   banner: { js: "import { createRequire as __pwtRequire } from 'node:module'; const require = __pwtRequire(import.meta.url);" }
 }
 
-await build({ ...shared, entryPoints: { extension: "src/extension/index.ts", index: "src/index.ts" }, outdir: "dist" })
+await build({ ...shared, entryPoints: { extension: "src/extension/index.ts", index: "src/index.ts", testing: "src/testing.ts" }, outdir: "dist" })

@@ -5,7 +5,7 @@
 import { Effect } from "effect"
 import type { CommandInput } from "../extension/command-args.ts"
 import { Engine } from "../engine/engine.ts"
-import { WorkflowRegistry } from "../engine/registry.ts"
+import type { WorkflowRegistry } from "../engine/registry.ts"
 import { PiSession } from "../session/pi-session.ts"
 import { describeRun, describeStatus, failed, ok, type Reply } from "./replies.ts"
 import { runTool, targetRun } from "./tool-actions.ts"
@@ -17,7 +17,10 @@ export interface CommandReply extends Reply {
   readonly activate: boolean
 }
 
-const reply = (base: Reply, flags: Partial<Pick<CommandReply, "releaseHold" | "activate">> = {}): CommandReply => ({
+const reply = (
+  base: Reply,
+  flags: Partial<Pick<CommandReply, "releaseHold" | "activate">> = {}
+): CommandReply => ({
   ...base,
   releaseHold: flags.releaseHold ?? false,
   activate: flags.activate ?? false
@@ -33,7 +36,12 @@ export const runCommand = (
       case "list":
         return reply(yield* runTool({ _tag: "list" }))
       case "start": {
-        const run = yield* engine.start({ workflow: input.workflow, input: input.input, sessionId, origin: "command" })
+        const run = yield* engine.start({
+          workflow: input.workflow,
+          input: input.input,
+          sessionId,
+          origin: "command"
+        })
         return reply(ok(`Queued ${describeRun(run)}`, { runId: run.runId }), { activate: true })
       }
       case "status": {

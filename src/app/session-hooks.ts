@@ -36,36 +36,38 @@ export interface SettleOutcome {
 }
 
 /**
- * `agent_settled`. An aborted turn that this process did not abort is the user's Escape: when
- * it stopped an active workflow turn, the run is paused and held (no intent, no automatic turn).
- * Otherwise: clear abort bookkeeping, sync fallbacks, then activate a queued launch.
+ * First half of `agent_settled`, before anything waiting for idle is released. An aborted turn
+ * that this process did not abort is the user's Escape: when it stopped an active workflow
+ * turn, the run is paused and held (no intent, no automatic turn).
  */
-export const onSettled = (aborted: boolean, held: boolean) =>
+export const classifySettle = (aborted: boolean) =>
   Effect.gen(function* () {
     const session = yield* PiSession
     const engine = yield* Engine
-    const sessionId = yield* session.sessionId
     const systemAborts = yield* (yield* AbortBookkeeping).inFlight
-    let userHold = false
-    if (aborted && systemAborts.length === 0) {
-      const active = yield* engine.active(sessionId).pipe(Effect.orElseSucceed(() => Option.none()))
-      if (Option.isSome(active) && active.value.openRequestId !== null && active.value.state === "running") {
-        userHold = true
-        yield* guarded("hold after Escape", engine.pause(active.value.runId))
-      }
+    if (!aborted || systemAborts.length > 0) return { userHold: false } satisfies SettleOutcome
+    const active = yield* engine
+      .active(yield* session.sessionId)
+      .pipe(Effect.orElseSucceed(() => Option.none()))
+    if (Option.isNone(active) || active.value.openRequestId === null || active.value.state !== "running") {
+      return { userHold: false } satisfies SettleOutcome
     }
-    return { userHold } satisfies SettleOutcome
-  }).pipe(
-    Effect.tap(({ userHold }) =>
-      Effect.gen(function* () {
-        yield* guarded("fallback sync after settle", (yield* Coordinator).onSettled)
-        if (!userHold && !held) {
-          const engine = yield* Engine
-          yield* guarded("queued launch activation", engine.activate(yield* (yield* PiSession).sessionId))
-        }
-      })
-    )
-  )
+    yield* guarded("hold after Escape", engine.pause(active.value.runId))
+    return { userHold: true } satisfies SettleOutcome
+  })
+
+/**
+ * Second half of `agent_settled`: clear abort bookkeeping and sync fallbacks, then activate a
+ * queued launch unless the user holds the workflow.
+ */
+export const afterSettle = (held: boolean) =>
+  Effect.gen(function* () {
+    yield* guarded("fallback sync after settle", (yield* Coordinator).onSettled)
+    if (!held) {
+      const engine = yield* Engine
+      yield* guarded("queued launch activation", engine.activate(yield* (yield* PiSession).sessionId))
+    }
+  })
 
 /** Session shutdown: park what runs here (quiet), so another start can resume it. */
 export const onShutdown = Effect.flatMap(Engine, (engine) => engine.shutdown)

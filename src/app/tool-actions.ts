@@ -25,7 +25,9 @@ export const targetRun = (engine: EngineService, sessionId: string, runId: strin
         })
       )
 
-export const runTool = (input: ToolInput): Effect.Effect<Reply, never, Engine | WorkflowRegistry | PiSession> =>
+export const runTool = (
+  input: ToolInput
+): Effect.Effect<Reply, never, Engine | WorkflowRegistry | PiSession> =>
   Effect.gen(function* () {
     const engine = yield* Engine
     const sessionId = yield* (yield* PiSession).sessionId

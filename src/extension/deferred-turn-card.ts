@@ -7,8 +7,6 @@
 import { Schema } from "effect"
 import { sanitizeBlock, sanitizeLine } from "./sanitize.ts"
 
-export const DEFERRED_TURN_TYPE = "pi-workflows-deferred-turn"
-
 /** Only the display fields; everything optional so a partial or older message still renders. */
 const CardDetails = Schema.Struct({
   runId: Schema.optional(Schema.String),

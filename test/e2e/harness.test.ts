@@ -356,11 +356,8 @@ describe("in-process SDK with the faux model", () => {
     expect(lifecycle).toEqual(["start:startup"])
     await sdk.prompt("please shout")
     expect(sdk.modelCalls()).toBe(2)
-    expect(sdk.contexts()[1]?.messages.map((message) => message.role)).toEqual([
-      "user",
-      "assistant",
-      "toolResult"
-    ])
+    const seen = sdk.contexts()[1]?.messages.map((message) => message.role)
+    expect(seen).toEqual(["system", "user", "assistant", "toolResult"])
     const roles = sdk.entries().flatMap((entry) => (entry.type === "message" ? [entry.message.role] : []))
     expect(roles).toEqual(["system", "user", "assistant", "toolResult", "assistant"])
     expect(sdk.session.getLastAssistantText()).toContain("HI")

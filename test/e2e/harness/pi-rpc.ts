@@ -295,6 +295,15 @@ export class PiRpc {
     return response
   }
 
+  /**
+   * Write one raw record that gets no `response`, e.g. an `extension_ui_response`
+   * `{type:"extension_ui_response", id, value | confirmed | cancelled}` answering a dialog.
+   */
+  write(record: RpcCommand): void {
+    if (this.exitInfo !== undefined) throw this.failure(`cannot write ${record.type}`)
+    this.child.stdin.write(`${JSON.stringify(record)}\n`)
+  }
+
   /** Send a user prompt (also `/command` text); resolves with the response, not the run's end. */
   prompt(message: string, extra: Readonly<Record<string, unknown>> = {}): Promise<RpcResponse> {
     return this.send({ type: "prompt", message, ...extra })

@@ -1,0 +1,49 @@
+/**
+ * pi-workflow-turns as a library: one namespace per concept. The Pi extension is the
+ * `./extension` entry; test kits (the fake Pi session, temp stores) are in `./testing`.
+ */
+
+// Domain (pure)
+export * as Errors from "./domain/errors.ts"
+export * as EventPolicy from "./domain/event-policy.ts"
+export * as Facts from "./domain/facts.ts"
+export * as Identity from "./domain/identity.ts"
+export * as SourceEvent from "./domain/source-event.ts"
+export * as TurnIntent from "./domain/turn-intent.ts"
+
+// Stores
+export * as Database from "./store/database.ts"
+export * as RunStore from "./store/run-store.ts"
+export * as RunStoreSqlite from "./store/run-store-sqlite.ts"
+export * as TurnIntentStore from "./store/turn-intent-store.ts"
+export * as TurnIntentStoreSqlite from "./store/turn-intent-store-sqlite.ts"
+
+// Successor-turn core
+export * as AbortBookkeeping from "./interruption/abort-bookkeeping.ts"
+export * as Coordinator from "./delivery/coordinator.ts"
+export * as CoordinatorLive from "./delivery/coordinator-live.ts"
+export * as Core from "./delivery/core-layer.ts"
+export * as FallbackMessage from "./delivery/fallback-message.ts"
+export * as Interruptions from "./interruption/interruptions.ts"
+export * as PiSession from "./session/pi-session.ts"
+export * as SourceEvents from "./interruption/source-events.ts"
+
+// Workflow engine
+export { defineWorkflow } from "./engine/definition.ts"
+export type {
+  AgentNode,
+  ComputeNode,
+  Edge,
+  Outcome,
+  StepContext,
+  TimeoutMs,
+  WorkflowDefinition,
+  WorkflowNode
+} from "./engine/definition.ts"
+export * as Engine from "./engine/engine.ts"
+export * as EngineLive from "./engine/engine-live.ts"
+export * as EngineErrors from "./engine/errors.ts"
+export * as WorkflowRegistry from "./engine/registry.ts"
+
+// The composed application
+export * as App from "./app/layers.ts"
