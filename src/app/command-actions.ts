@@ -11,7 +11,7 @@ import { describeRun, describeStatus, failed, ok, type Reply } from "./replies.t
 import { runTool, targetRun } from "./tool-actions.ts"
 
 export interface CommandReply extends Reply {
-  /** The user resumed a held workflow: fallback delivery may continue. */
+  /** The user resumed or cancelled a held workflow: fallback delivery may continue. */
   readonly releaseHold: boolean
   /** A run was queued while Pi is idle: activate it now. */
   readonly activate: boolean
@@ -54,7 +54,10 @@ export const runCommand = (
       }
       case "cancel": {
         const runId = yield* targetRun(engine, sessionId, input.runId)
-        return reply(ok(`Cancelled ${describeRun(yield* engine.cancel(runId, { by: "user" }))}`))
+        // A cancelled run is no longer held: fallbacks and launches may continue.
+        return reply(ok(`Cancelled ${describeRun(yield* engine.cancel(runId, { by: "user" }))}`), {
+          releaseHold: true
+        })
       }
       case "pause": {
         const runId = yield* targetRun(engine, sessionId, input.runId)

@@ -24,6 +24,7 @@ import type { RunStore } from "../store/run-store.ts"
 import * as RunStoreSqlite from "../store/run-store-sqlite.ts"
 import type { TurnIntentStore } from "../store/turn-intent-store.ts"
 import * as TurnIntentStoreSqlite from "../store/turn-intent-store-sqlite.ts"
+import * as SyncOnEligible from "./sync-on-eligible.ts"
 
 export interface AppConfig {
   readonly database: DatabaseOptions
@@ -56,6 +57,14 @@ export const layerApp = (
 ): Layer.Layer<AppServices, OpenError | DefinitionError, PiSession> => {
   const stores = layerStores(config.database)
   const core = layerCore(config.core).pipe(Layer.provideMerge(stores))
+  // The engine publishes through a SourceEvents that also starts a fallback pass after an
+  // eligible event (see sync-on-eligible.ts); `core` is one layer value, so it is built once.
+  const events = SyncOnEligible.layer.pipe(Layer.provide(core))
   const registry = layerFromDefinitions(config.workflows)
-  return EngineLive.layer(config.engine).pipe(Layer.provideMerge(Layer.merge(core, registry)))
+  const app = EngineLive.layer(config.engine).pipe(
+    Layer.provide(events),
+    Layer.provideMerge(Layer.merge(core, registry))
+  )
+  // The later layer of a merge wins: the app exposes the decorated SourceEvents.
+  return Layer.merge(app, events)
 }

@@ -38,7 +38,7 @@ export interface SettleOutcome {
 /**
  * First half of `agent_settled`, before anything waiting for idle is released. An aborted turn
  * that this process did not abort is the user's Escape: when it stopped an active workflow
- * turn, the run is paused and held (no intent, no automatic turn).
+ * turn, the run is held as `waiting` (no intent, no automatic turn) until `/workflow resume`.
  */
 export const classifySettle = (aborted: boolean) =>
   Effect.gen(function* () {
@@ -52,7 +52,14 @@ export const classifySettle = (aborted: boolean) =>
     if (Option.isNone(active) || active.value.openRequestId === null || active.value.state !== "running") {
       return { userHold: false } satisfies SettleOutcome
     }
-    yield* guarded("hold after Escape", engine.pause(active.value.runId))
+    // Park first (stop the runner, release the claim, keep the interrupted node for a rerun),
+    // then pause: with no live claim the run is held as `waiting` at once. A pause alone would
+    // only take effect at the next step boundary, which the stopped step never reaches.
+    const runId = active.value.runId
+    yield* guarded(
+      "hold after Escape",
+      Effect.zipRight(engine.park(runId, "the user interrupted the step (Escape)"), engine.pause(runId))
+    )
     return { userHold: true } satisfies SettleOutcome
   })
 

@@ -256,6 +256,9 @@ export const make = (config: EngineConfig = {}) =>
         const record = yield* requireRun(runId)
         const refuse = (problem: string) =>
           new InvalidRunState({ runId, state: record.state, action: "resume", problem })
+        // A pause the owner has not reached yet is simply withdrawn: the run never stopped.
+        const withdrawn = yield* store.withdrawPause(runId)
+        if (Option.isSome(withdrawn)) return summarize(withdrawn.value, yield* now)
         if ((yield* activeRun(runId)) !== undefined)
           return yield* refuse("it is already running in this process")
         if (isTerminal(record.state)) return yield* refuse("it has already ended")

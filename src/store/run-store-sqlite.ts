@@ -331,6 +331,19 @@ export const make = Effect.gen(function* () {
       )
       .pipe(storeErrors("requestPause"))
 
+  const withdrawPause: RunStoreService["withdrawPause"] = (runId) =>
+    db
+      .immediate(
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const run = yield* requireRun(runId)
+          if (run.state !== "running" || !run.pauseRequested) return Option.none()
+          yield* sql`UPDATE workflow_runs SET pause_requested = 0, updated_at = ${iso(now)} WHERE run_id = ${runId}`
+          return Option.some(yield* requireRun(runId))
+        })
+      )
+      .pipe(storeErrors("withdrawPause"))
+
   const cancel: RunStoreService["cancel"] = (runId, by) =>
     db
       .immediate(
@@ -393,6 +406,7 @@ export const make = Effect.gen(function* () {
     submit,
     settle,
     requestPause,
+    withdrawPause,
     cancel,
     get,
     listBySession,

@@ -238,6 +238,10 @@ export interface RunStoreService {
   // Control without a claim
   /** Hold now when no live claim exists, else ask the owner to hold at its next boundary. */
   readonly requestPause: (runId: string) => Effect.Effect<PauseResult, RunNotFound | StoreFailure>
+  /** Withdraw a pause request the owner has not honoured yet; the run, if so, else none. */
+  readonly withdrawPause: (
+    runId: string
+  ) => Effect.Effect<Option.Option<RunRecord>, RunNotFound | StoreFailure>
   /** Cancel now when no live claim exists, else ask the owner to cancel. */
   readonly cancel: (
     runId: string,

@@ -1,0 +1,65 @@
+/** The whole app over the fake Pi session and a real SQLite file, for app-level tests. */
+import { Effect, Layer, Schedule } from "effect"
+import { layerApp } from "../../src/app/layers.ts"
+import { layerFake, PiSessionFake } from "../../src/testing.ts"
+import { tempDbPath } from "../support/temp-db.ts"
+
+export const STEP = "pi-workflows-agent-step"
+export const PRESENTATION = "pi-workflows-presentation"
+export const FALLBACK = "pi-workflows-deferred-turn"
+
+export const greet = {
+  name: "greet",
+  description: "say hello",
+  startAt: "ask",
+  nodes: { ask: { type: "agent", prompt: "Say hello." } },
+  edges: []
+}
+
+export const crashFirst = {
+  name: "crash",
+  startAt: "boom",
+  nodes: {
+    boom: {
+      type: "compute",
+      run: () => {
+        throw new Error("scope must be a non-empty string")
+      }
+    }
+  },
+  edges: []
+}
+
+/** The app on a temp file, with the fake session; the layer's scope owns both. */
+export const buildApp = (workflows: ReadonlyArray<unknown> = [greet, crashFirst]) =>
+  Layer.unwrapScoped(
+    Effect.map(tempDbPath, (filename) =>
+      layerApp({
+        database: { filename },
+        workflows,
+        core: { coordinator: { syncIntervalMs: null } }
+      }).pipe(Layer.provideMerge(layerFake({ sessionId: "s1" })))
+    )
+  )
+
+/** Poll until `check` passes (real clock; fibers get time to run), failing after ~3 s. */
+export const eventually = <A, R>(effect: Effect.Effect<A, never, R>, check: (a: A) => boolean) =>
+  effect.pipe(
+    Effect.filterOrFail(check, () => new Error("condition not reached")),
+    Effect.retry(Schedule.spaced("10 millis").pipe(Schedule.upTo("3 seconds"))),
+    Effect.orDie
+  )
+
+export const sentOfType = (customType: string) =>
+  Effect.map(
+    Effect.flatMap(PiSessionFake, (fake) => fake.sent),
+    (sent) => sent.filter((record) => record.message.customType === customType)
+  )
+
+/** The requestId of the newest agent-step message sent. */
+export const lastRequestId = Effect.map(sentOfType(STEP), (steps) => {
+  const details = steps.at(-1)?.message.details
+  const requestId = details?.requestId
+  if (typeof requestId !== "string") throw new Error("no agent step sent")
+  return requestId
+})

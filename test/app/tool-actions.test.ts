@@ -1,0 +1,104 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Option } from "effect"
+import { afterSettle, classifySettle } from "../../src/app/session-hooks.ts"
+import { runTool } from "../../src/app/tool-actions.ts"
+import { Engine } from "../../src/engine/engine.ts"
+import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
+import { PiSessionFake } from "../../src/testing.ts"
+import { buildApp, eventually, FALLBACK, lastRequestId, PRESENTATION, sentOfType, STEP } from "./support.ts"
+
+const intents = Effect.flatMap(TurnIntentStore, (store) => store.list({ limit: 100 }))
+
+describe("workflow tool actions", () => {
+  it.live("list names the loaded workflows", () =>
+    Effect.gen(function* () {
+      const reply = yield* runTool({ _tag: "list" })
+      expect(reply.isError).toBe(false)
+      expect(reply.text).toContain("greet")
+      expect(reply.text).toContain("say hello")
+    }).pipe(Effect.provide(buildApp()), Effect.scoped)
+  )
+
+  it.live("start queues; the step arrives after settle; submit completes with one presentation", () =>
+    Effect.gen(function* () {
+      const started = yield* runTool({ _tag: "start", workflow: "greet" })
+      expect(started.isError).toBe(false)
+      expect(started.text).toMatch(/queued as run/)
+      expect(yield* sentOfType(STEP)).toHaveLength(0)
+      yield* afterSettle(false)
+      yield* eventually(sentOfType(STEP), (steps) => steps.length === 1)
+      const submitted = yield* runTool({ _tag: "submit", requestId: yield* lastRequestId, output: { hi: 1 } })
+      expect(submitted.isError).toBe(false)
+      yield* eventually(sentOfType(PRESENTATION), (p) => p.length === 1)
+      expect(yield* sentOfType(FALLBACK)).toHaveLength(0)
+      expect(yield* intents).toHaveLength(0)
+    }).pipe(Effect.provide(buildApp()), Effect.scoped)
+  )
+
+  it.live("a second start while one is queued is a clear tool error and creates nothing", () =>
+    Effect.gen(function* () {
+      yield* runTool({ _tag: "start", workflow: "greet" })
+      const second = yield* runTool({ _tag: "start", workflow: "greet" })
+      expect(second.isError).toBe(true)
+      expect(second.text).toMatch(/workflow start failed \(ReservationConflict\)/)
+      const unknown = yield* runTool({ _tag: "start", workflow: "nope" })
+      expect(unknown.text).toMatch(/WorkflowNotFound/)
+      expect(yield* intents).toHaveLength(0)
+    }).pipe(Effect.provide(buildApp()), Effect.scoped)
+  )
+
+  it.live("status and cancel without an active run explain themselves", () =>
+    Effect.gen(function* () {
+      const status = yield* runTool({ _tag: "status" })
+      expect(status.isError).toBe(true)
+      expect(status.text).toMatch(/no active workflow run/)
+      const cancel = yield* runTool({ _tag: "cancel", runId: "missing" })
+      expect(cancel.isError).toBe(true)
+      const submit = yield* runTool({ _tag: "submit", requestId: "nope", output: 1 })
+      expect(submit.text).toMatch(/SubmitRejected/)
+    }).pipe(Effect.provide(buildApp()), Effect.scoped)
+  )
+
+  it.live("agent cancel during an active step aborts the turn and owes one fallback after settle", () =>
+    Effect.gen(function* () {
+      const fake = yield* PiSessionFake
+      yield* runTool({ _tag: "start", workflow: "greet" })
+      yield* afterSettle(false)
+      yield* eventually(sentOfType(STEP), (steps) => steps.length === 1)
+      // The step message started the model's workflow turn; the model cancels inside it.
+      const status = yield* runTool({ _tag: "status" })
+      expect(status.text).toContain("open request")
+      const cancelled = yield* runTool({ _tag: "cancel" })
+      expect(cancelled.text).toMatch(/Cancelled/)
+      expect(yield* fake.aborts).toBe(1)
+      const classified = yield* classifySettle(true)
+      expect(classified.userHold).toBe(false)
+      yield* fake.settle({ aborted: true })
+      yield* afterSettle(false)
+      yield* eventually(sentOfType(FALLBACK), (f) => f.length === 1)
+      const [intent] = yield* intents
+      expect(intent?.resolution).toBe("fallback")
+      expect(intent?.cause).toBe("agentCancelled")
+      // Later settles and passes deliver nothing more.
+      yield* fake.settle()
+      yield* afterSettle(false)
+      expect(yield* sentOfType(FALLBACK)).toHaveLength(1)
+    }).pipe(Effect.provide(buildApp()), Effect.scoped)
+  )
+
+  it.live("a crash after a successful start owes one fallback with the real failure", () =>
+    Effect.gen(function* () {
+      const started = yield* runTool({ _tag: "start", workflow: "crash" })
+      expect(started.isError).toBe(false)
+      yield* afterSettle(false)
+      const engine = yield* Engine
+      const runId = started.details.runId
+      if (typeof runId !== "string") throw new Error("no run id")
+      yield* eventually(engine.status(runId).pipe(Effect.orDie), (s) => s.state === "failed")
+      yield* afterSettle(false)
+      const fallbacks = yield* eventually(sentOfType(FALLBACK), (f) => f.length === 1)
+      expect(fallbacks[0]?.message.content).toContain("scope must be a non-empty string")
+      expect(Option.isNone(yield* engine.active("s1"))).toBe(true)
+    }).pipe(Effect.provide(buildApp()), Effect.scoped)
+  )
+})
