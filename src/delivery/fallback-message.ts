@@ -89,7 +89,7 @@ export const fallbackContent = (intent: TurnIntent): string => {
     statusLine(intent),
     "Pi Workflows took no corrective action on its own, and this notice does not restart the run or " +
       "grant permission for new work.",
-    `Inspect the run's durable state first (for example \`workflow status ${facts.runId}\`), then decide ` +
+    `Inspect the run's durable state first (the \`workflow\` tool with {"action": "status", "runId": "${facts.runId}"}), then decide ` +
       "whether a correction is needed and whether you are authorized to make it."
   )
   return lines.join("\n")

@@ -37,7 +37,7 @@ export const guaranteeLostWarning = (
   `(${request.run.workflowName}, ${request.cause}): the turn intent could not be stored` +
   (abortError === null ? "" : ` when the turn was stopped (${abortError}) nor`) +
   ` during terminal handling (${terminalError}). No automatic follow-up turn will be sent for this ` +
-  "event; inspect the run with `workflow status` before continuing."
+  "event; inspect the run with the workflow tool's status action before continuing."
 
 export const make = (
   options: InterruptionsOptions = {}

@@ -71,7 +71,7 @@ describe("fallback message", () => {
     ]) {
       expect(content).toContain(fact)
     }
-    expect(content).toContain("workflow status run-1")
+    expect(content).toContain(`{"action": "status", "runId": "run-1"}`)
     expect(content).toMatch(/Inspect the run's durable state first/)
     expect(content).toMatch(/whether a correction is needed and whether you are authorized/)
     expect(content).toMatch(/recorded as failed/)
