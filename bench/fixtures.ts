@@ -9,7 +9,6 @@ import {
   type TurnIntentStoreService
 } from "../src/store/turn-intent-store.ts"
 import { layerSqlite } from "../src/store/turn-intent-store-sqlite.ts"
-import { layerSqlite as layerFast } from "./proto/turn-intent-store-fast.ts"
 import type { RawIntent, Synchronous } from "./sql.ts"
 
 export const LEASE_MS = 60_000
@@ -70,15 +69,6 @@ export const openLayerStore = (
   synchronous: Synchronous = "NORMAL"
 ): Effect.Effect<TurnIntentStoreService, OpenError, Scope.Scope> =>
   Effect.map(Layer.build(layerSqlite({ filename, synchronous })), (context) =>
-    Context.get(context, TurnIntentStore)
-  )
-
-/** The bench/proto store (proposed changes), same contract, for the comparison column. */
-export const openProtoStore = (
-  filename: string,
-  synchronous: Synchronous = "NORMAL"
-): Effect.Effect<TurnIntentStoreService, OpenError, Scope.Scope> =>
-  Effect.map(Layer.build(layerFast({ filename, synchronous })), (context) =>
     Context.get(context, TurnIntentStore)
   )
 

@@ -106,7 +106,8 @@ const isSample = (value: unknown): value is Sample =>
 
 const inChild = async (tempRoot: string, total: number): Promise<ReadonlyArray<Sample>> => {
   const { stdout } = await run(process.execPath, [
-    "--experimental-strip-types",
+    "--experimental-transform-types",
+    "--disable-warning=ExperimentalWarning",
     "--expose-gc",
     fileURLToPath(import.meta.url),
     CHILD_FLAG,

@@ -19,15 +19,28 @@ import { cpus, freemem, loadavg, release, tmpdir, totalmem } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import Sqlite from "better-sqlite3"
+import { abortSection } from "./abort.ts"
 import { breakdownSection } from "./breakdown.ts"
+import { listIndexSection } from "./list-index.ts"
 import { memorySection } from "./memory.ts"
+import { piDeliverySection } from "./pi-delivery.ts"
+import { piStartupSection } from "./pi-startup.ts"
 import { scalingSection } from "./scaling.ts"
 import { type BenchContext, type BenchSection, type Check, mark } from "./section.ts"
 import { median, us } from "./stats.ts"
 import { storeSection } from "./store.ts"
 
-/** Later sections (abort path, Pi delivery latency, extension start-up) register here. */
-const SECTIONS: ReadonlyArray<BenchSection> = [storeSection, breakdownSection, scalingSection, memorySection]
+/** Every section, in report order. */
+const SECTIONS: ReadonlyArray<BenchSection> = [
+  storeSection,
+  breakdownSection,
+  scalingSection,
+  listIndexSection,
+  memorySection,
+  abortSection,
+  piDeliverySection,
+  piStartupSection
+]
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
 const args = process.argv.slice(2)

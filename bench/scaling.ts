@@ -10,9 +10,9 @@ import { join } from "node:path"
 import type Sqlite from "better-sqlite3"
 import { Effect } from "effect"
 import type { TurnIntentStoreService } from "../src/store/turn-intent-store.ts"
-import { factsFor, LEASE_MS, nowUs, openLayerStore, openProtoStore } from "./fixtures.ts"
+import { factsFor, LEASE_MS, nowUs, openLayerStore } from "./fixtures.ts"
 import { type BenchSection, type Check, mark } from "./section.ts"
-import { openRaw, PROBE_ELIGIBLE, RawStore, SQL } from "./sql.ts"
+import { openRaw, RawStore, SQL } from "./sql.ts"
 import { combineRounds, ratio, type Summary, summarize, table, us } from "./stats.ts"
 import { timeSync } from "./timing.ts"
 
@@ -171,25 +171,25 @@ const planCheck = (name: string, plan: ReadonlyArray<string>, index: string): Ch
   }
 }
 
-type Side = "raw" | "layer" | "proto"
+type Side = "raw" | "layer"
 type Measured = Record<ScaleOp, Record<Side, Summary>>
 
 const measure = async (filename: string, ops: number, warmup: number, rounds: number): Promise<Measured> => {
   const raw = new RawStore(openRaw(filename))
   const samples: Record<ScaleOp, Record<Side, Array<Summary>>> = {
-    syncPass: { raw: [], layer: [], proto: [] },
-    claimEligibleForSession: { raw: [], layer: [], proto: [] },
-    claimForRun: { raw: [], layer: [], proto: [] }
+    syncPass: { raw: [], layer: [] },
+    claimEligibleForSession: { raw: [], layer: [] },
+    claimForRun: { raw: [], layer: [] }
   }
   try {
     await Effect.runPromise(
       Effect.scoped(
         Effect.gen(function* () {
-          const stores = { layer: yield* openLayerStore(filename), proto: yield* openProtoStore(filename) }
+          const layer = yield* openLayerStore(filename)
           const time = (side: Side, op: ScaleOp) =>
             Effect.gen(function* () {
               const call = (k: number) =>
-                side === "raw" ? Effect.sync(() => rawCall(raw, op, k)) : layerCall(stores[side], op, k)
+                side === "raw" ? Effect.sync(() => rawCall(raw, op, k)) : layerCall(layer, op, k)
               for (let i = 0; i < warmup; i++) check(op, yield* call(i % TARGETS))
               const out = new Float64Array(ops)
               for (let i = 0; i < ops; i++) {
@@ -200,7 +200,7 @@ const measure = async (filename: string, ops: number, warmup: number, rounds: nu
               }
               samples[op][side].push(summarize(out))
             })
-          const sides: ReadonlyArray<Side> = ["raw", "layer", "proto"]
+          const sides: ReadonlyArray<Side> = ["raw", "layer"]
           for (let round = 0; round < rounds; round++) {
             for (const op of SCALE_OPS) {
               for (let i = 0; i < sides.length; i++)
@@ -218,24 +218,23 @@ const measure = async (filename: string, ops: number, warmup: number, rounds: nu
       op,
       {
         raw: combineRounds(samples[op].raw),
-        layer: combineRounds(samples[op].layer),
-        proto: combineRounds(samples[op].proto)
+        layer: combineRounds(samples[op].layer)
       }
     ])
   ) as Measured
 }
 
-/** The proposed read-only probe on the idle targets: what a sync pass with nothing to claim could cost. */
-const probeSyncPass = (filename: string, ops: number, warmup: number): Summary => {
-  const db = openRaw(filename)
+/** The sync pass as it was before the probe: the claim UPDATE alone, which matches nothing here. */
+const updateOnlySyncPass = (filename: string, ops: number, warmup: number): Summary => {
+  const store = new RawStore(openRaw(filename))
   try {
-    const probe = db.prepare(PROBE_ELIGIBLE)
     return timeSync({ ops, warmup, rounds: 3 }, (i) => {
-      const found = probe.all(target.idle(i % TARGETS).session, Date.now(), token(i % TARGETS))
-      if (found.length !== 0) throw new Error("probe: idle target has something eligible")
+      const k = i % TARGETS
+      const found = store.claimEligibleWithoutProbe(target.idle(k).session, token(k), LEASE_MS, 10)
+      if (found.length !== 0) throw new Error("sync pass: idle target has something eligible")
     })
   } finally {
-    db.close()
+    store.close()
   }
 }
 
@@ -253,7 +252,11 @@ export const scalingSection: BenchSection = {
     const sizes = context.quick ? [100, 10_000] : [100, 10_000, 100_000]
     const ops = context.quick ? 300 : 2_000
     const warmup = context.quick ? 50 : 300
-    const results: Array<{ readonly size: number; readonly measured: Measured; readonly probe: Summary }> = []
+    const results: Array<{
+      readonly size: number
+      readonly measured: Measured
+      readonly updateOnly: Summary
+    }> = []
     let plans: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = []
     const checks: Array<Check> = []
     for (const size of sizes) {
@@ -280,18 +283,18 @@ export const scalingSection: BenchSection = {
           10
         ])
         const list = queryPlan(db, SQL.list, ["claim-session-0", "claim-run-0", 10])
-        const probe = queryPlan(db, PROBE_ELIGIBLE, ["idle-session-0", now, "t"])
+        const probe = queryPlan(db, SQL.probeEligible, ["idle-session-0", now, "t"])
         plans = [
           ["claimForRun", forRun],
           ["claimEligibleForSession (also the sync pass)", forSession],
           ["list (session + run, pending)", list],
-          ["proposed sync-pass probe", probe]
+          ["sync-pass probe (claimEligibleForSession's first statement)", probe]
         ]
         checks.push(
           planCheck("claimForRun", forRun, "workflow_turn_intents_pending_by_run"),
           planCheck("claimEligibleForSession", forSession, "workflow_turn_intents_eligible_by_session"),
           planCheck("list pending for run + session", list, "workflow_turn_intents_pending_by_run"),
-          planCheck("proposed sync-pass probe", probe, "workflow_turn_intents_eligible_by_session")
+          planCheck("sync-pass probe", probe, "workflow_turn_intents_eligible_by_session")
         )
       }
       db.close()
@@ -299,7 +302,7 @@ export const scalingSection: BenchSection = {
       results.push({
         size,
         measured: await measure(filename, ops, warmup, 3),
-        probe: probeSyncPass(filename, ops, warmup)
+        updateOnly: updateOnlySyncPass(filename, ops, warmup)
       })
       context.log(`  scaling ${size}: measured`)
     }
@@ -313,8 +316,6 @@ export const scalingSection: BenchSection = {
           `${us(m.raw.median)} / ${us(m.raw.p99)}`,
           `${us(m.layer.median)} / ${us(m.layer.p99)}`,
           ratio(m.layer.median / m.raw.median),
-          `${us(m.proto.median)} / ${us(m.proto.p99)}`,
-          ratio(m.proto.median / m.raw.median),
           op === "claimEligibleForSession" && size === 100_000 ? "reference 22,547 · floor ~117" : ""
         ]
       })
@@ -328,14 +329,13 @@ export const scalingSection: BenchSection = {
         : SCALE_OPS.map((op) => {
             const layerGrowth = last.measured[op].layer.median / first.measured[op].layer.median
             const rawGrowth = last.measured[op].raw.median / first.measured[op].raw.median
-            const protoGrowth = last.measured[op].proto.median / first.measured[op].proto.median
             const ok = layerGrowth <= GROWTH_LIMIT
             goals.push({
               name: `${op}: cost flat from ${power(first.size)} to ${power(last.size)} resolved`,
               ok,
               detail: `layer ${ratio(layerGrowth)}, raw ${ratio(rawGrowth)} (limit ${GROWTH_LIMIT}×)`
             })
-            return [LABEL[op], ratio(rawGrowth), ratio(layerGrowth), ratio(protoGrowth), mark(ok)]
+            return [LABEL[op], ratio(rawGrowth), ratio(layerGrowth), mark(ok)]
           })
     const markdown = [
       `Resolved intents in history (spread over the sessions and runs being claimed) plus ${OTHER_PENDING.toLocaleString("en")} ` +
@@ -344,29 +344,22 @@ export const scalingSection: BenchSection = {
         "Claims are re-claims by the same claimant, which the store allows and which leave the state unchanged.",
       "",
       table(
-        [
-          "op",
-          "resolved history",
-          "raw floor",
-          "our layer",
-          "ratio med",
-          "prototype",
-          "proto ratio",
-          "anchor (perf-anchors.md, µs med)"
-        ],
+        ["op", "resolved history", "raw floor", "our layer", "ratio med", "anchor (perf-anchors.md, µs med)"],
         rows
       ),
       "",
       `Growth of the median from ${first === undefined ? "?" : power(first.size)} to ${last === undefined ? "?" : power(last.size)} resolved intents:`,
       "",
-      table(["op", "raw", "layer", "prototype", `layer flat (≤ ${GROWTH_LIMIT}×)`], growthRows),
+      table(["op", "raw", "layer", `layer flat (≤ ${GROWTH_LIMIT}×)`], growthRows),
       "",
-      "Proposal (not in src): most sync passes find nothing, and an `UPDATE` that matches nothing still opens and " +
-        "commits a write transaction and takes the database's write lock. A read-only probe on the same partial " +
-        "index first (`PROBE_ELIGIBLE` in bench/sql.ts), and the claim `UPDATE` only when it finds a row, costs (raw, µs " +
-        `median / p99): ${results.map((r) => `${power(r.size)}: ${us(r.probe.median)} / ${us(r.probe.p99)} vs ${us(r.measured.syncPass.raw.median)} / ${us(r.measured.syncPass.raw.p99)}`).join("; ")}. ` +
-        "It is safe without a transaction: an intent that becomes claimable just after the probe is the next pass's, " +
-        "exactly as if this pass had run a moment earlier, and the UPDATE stays conditional.",
+      "The sync pass probes first: most passes find nothing, and an `UPDATE` that matches nothing still opens and " +
+        "commits a write transaction and takes the database's write lock (a writer in another process then waits). " +
+        "`claimEligibleForSession` asks the same partial index read-only first and runs the claim `UPDATE` only " +
+        "when it finds a row; the raw floor above does the same. The claim `UPDATE` alone, as before (raw, µs " +
+        `median / p99, vs. the probe path): ${results.map((r) => `${power(r.size)}: ${us(r.updateOnly.median)} / ${us(r.updateOnly.p99)} vs ${us(r.measured.syncPass.raw.median)} / ${us(r.measured.syncPass.raw.p99)}`).join("; ")}. ` +
+        "With one eligible intent the probe adds one indexed read to the claim (compare the `claimEligibleForSession` " +
+        "rows). It is safe without a transaction: an intent that becomes claimable just after the probe is the next " +
+        "pass's, exactly as if this pass had run a moment earlier, and the UPDATE stays conditional.",
       "",
       `Query plans (on the ${last === undefined ? "?" : power(last.size)} database):`,
       "",

@@ -34,6 +34,11 @@ export const SQL = {
         fallback_facts_json = coalesce(?, fallback_facts_json)
     WHERE intent_id = ? AND resolved_at IS NULL
     RETURNING *`,
+  // The layer's sync-pass probe (read-only, the same partial index), then the claim when it finds a row.
+  probeEligible: `SELECT 1 FROM workflow_turn_intents
+    WHERE target_session_id = ? AND resolved_at IS NULL AND eligible_at IS NOT NULL
+      AND (delivery_claim_token IS NULL OR delivery_claim_expires_at <= ? OR delivery_claim_token = ?)
+    LIMIT 1`,
   claimEligibleForSession: `UPDATE workflow_turn_intents
     SET delivery_claim_token = ?, delivery_claim_expires_at = ?
     WHERE intent_id IN (
@@ -52,23 +57,25 @@ export const SQL = {
     RETURNING *`
 } as const
 
-export type OpName = keyof typeof SQL
+/** The ops the bench times; `probeEligible` is the first statement of `claimEligibleForSession`. */
+export type OpName = Exclude<keyof typeof SQL, "probeEligible">
 
-/**
- * Proposed, not in src: a read-only probe before the claim UPDATE of a sync pass. An UPDATE
- * that matches nothing still opens and commits a write transaction (and takes the file's write
- * lock); the probe answers "nothing to claim" from the partial index alone.
- */
-export const PROBE_ELIGIBLE = `SELECT 1 FROM workflow_turn_intents
-  WHERE target_session_id = ? AND resolved_at IS NULL AND eligible_at IS NOT NULL
-    AND (delivery_claim_token IS NULL OR delivery_claim_expires_at <= ? OR delivery_claim_token = ?)
-  LIMIT 1`
+/** What the layer sends for each op, in order, on the path the store bench walks. */
+export const SENT: Record<OpName, ReadonlyArray<string>> = {
+  ensure: [SQL.ensure],
+  list: [SQL.list],
+  claimForRun: [SQL.claimForRun],
+  release: [SQL.release],
+  makeEligible: [SQL.makeEligible],
+  claimEligibleForSession: [SQL.probeEligible, SQL.claimEligibleForSession],
+  resolve: [SQL.resolve]
+}
 
 export const normalizeSql = (text: string): string => text.replace(/\s+/g, " ").replace(/\( /g, "(").trim()
 
 export type Synchronous = "NORMAL" | "FULL"
 
-/** The same pragmas the Database layer sets (WAL comes from the SqliteClient), and the schema. */
+/** The same pragmas the Database layer sets, and the schema. */
 export const openRaw = (filename: string, synchronous: Synchronous = "NORMAL"): Sqlite.Database => {
   const db = new Sqlite(filename)
   db.pragma("journal_mode = WAL")
@@ -101,6 +108,7 @@ export interface RawIntent {
 /** The floor: statements prepared once; each method only binds parameters and steps. */
 export class RawStore {
   private readonly statements: { readonly [K in OpName]: Sqlite.Statement }
+  private readonly probe: Sqlite.Statement
   readonly db: Sqlite.Database
 
   constructor(db: Sqlite.Database) {
@@ -114,6 +122,7 @@ export class RawStore {
       claimEligibleForSession: db.prepare(SQL.claimEligibleForSession),
       resolve: db.prepare(SQL.resolve)
     }
+    this.probe = db.prepare(SQL.probeEligible)
   }
 
   ensure(intent: RawIntent, eligible = false): ReadonlyArray<unknown> {
@@ -155,7 +164,27 @@ export class RawStore {
     return this.statements.makeEligible.all(iso(Date.now()), factsJson, intentId)
   }
 
+  /** The layer's SQL: the probe, and the claim only when the probe found something. */
   claimEligibleForSession(
+    targetSessionId: string,
+    token: string,
+    leaseMs: number,
+    limit: number
+  ): ReadonlyArray<unknown> {
+    const now = Date.now()
+    if (this.probe.all(targetSessionId, now, token).length === 0) return []
+    return this.statements.claimEligibleForSession.all(
+      token,
+      now + leaseMs,
+      targetSessionId,
+      now,
+      token,
+      limit
+    )
+  }
+
+  /** The claim UPDATE alone, as before the probe: it takes the write lock even when it matches nothing. */
+  claimEligibleWithoutProbe(
     targetSessionId: string,
     token: string,
     leaseMs: number,

@@ -17,9 +17,13 @@ export const layer: Layer.Layer<SourceEvents, never, SourceEvents | Coordinator>
     const inner = yield* SourceEvents
     const coordinator = yield* Coordinator
     const passes = yield* FiberSet.make()
-    const pass = coordinator.syncFallbacks("periodic").pipe(
-      Effect.catchAllCause((cause) => Effect.logWarning("fallback pass after an eligible event failed", cause))
-    )
+    const pass = coordinator
+      .syncFallbacks("periodic")
+      .pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.logWarning("fallback pass after an eligible event failed", cause)
+        )
+      )
     return SourceEvents.of({
       publish: (event) =>
         Effect.tap(inner.publish(event), (result) =>

@@ -25,8 +25,18 @@ import { type DeliveryEnv, releaseClaim, resolveIntent } from "./delivery-env.ts
 
 type Step = { readonly _tag: "Done"; readonly receipt: NaturalReceipt } | { readonly _tag: "Repaired" }
 
+/**
+ * Pi loses a message sent into an aborting turn. Checked right before every send too, because a
+ * system abort can start while this delivery waits for a claim or for a slow store.
+ */
+const outsideAbort = (env: DeliveryEnv): Effect.Effect<void> =>
+  Effect.flatMap(env.bookkeeping.inFlight, (ids) => (ids.length > 0 ? env.session.awaitIdle : Effect.void))
+
 const sendPlain = (env: DeliveryEnv, natural: NaturalMessage, note: string | null) =>
-  Effect.as(env.session.send(natural.message, natural.options), { turnIntentId: null, sent: true, note })
+  Effect.zipRight(
+    outsideAbort(env),
+    Effect.as(env.session.send(natural.message, natural.options), { turnIntentId: null, sent: true, note })
+  )
 
 /** Deliver through a claimed intent: repair from the branch, or send with the intent's identity. */
 const throughIntent = (
@@ -49,6 +59,7 @@ const throughIntent = (
       if (Either.isLeft(resolved)) yield* releaseClaim(env, intent, token)
       return { _tag: "Repaired" }
     }
+    yield* outsideAbort(env)
     const sent = yield* Effect.either(
       env.session.send(withTurnIntent(natural.message, intent.intentId, natural.kind), natural.options)
     )
@@ -70,14 +81,16 @@ const deliver = (
 ): Effect.Effect<NaturalReceipt, SendFailed> =>
   Effect.gen(function* () {
     let waited = false
-    if ((yield* env.bookkeeping.inFlight).length > 0) {
-      yield* env.session.awaitIdle
-      waited = true
-    }
     // Set at the first claim held by someone else: a live claim ends within one lease.
     let deadline: number | null = null
     const repaired = new Set<string>()
     while (true) {
+      // Checked on every pass (not only the first): a system abort can start while this
+      // delivery waits for a claim.
+      if ((yield* env.bookkeeping.inFlight).length > 0) {
+        yield* env.session.awaitIdle
+        waited = true
+      }
       const sessionId = yield* env.session.sessionId
       const pending = yield* Effect.either(
         env.store.list({ runId: natural.runId, targetSessionId: sessionId, state: "pending", limit: 1 })

@@ -46,18 +46,78 @@ const describeIssues = (error: ParseResult.ParseError): string =>
     .map((issue) => (issue.path.length === 0 ? issue.message : `${issue.path.join(".")}: ${issue.message}`))
     .join("; ")
 
-/** Validate facts from any source; the error lists every rule that failed. */
-export const validateFacts = (input: unknown): Effect.Effect<FallbackFacts, InvalidFacts> =>
+/** The strict decode with its full error report: the only path that builds an InvalidFacts. */
+const validateStrictly = (input: unknown): Effect.Effect<FallbackFacts, InvalidFacts> =>
   decodeUnknown(input).pipe(
     Effect.mapError(
       (error) => new InvalidFacts({ message: `invalid ${FACTS_SCHEMA} facts: ${describeIssues(error)}` })
     )
   )
 
+// The hot path checks valid facts without Schema's excess-property pass, which costs ~3 µs per
+// call here (docs/bench.md): own keys against the known set (Reflect.ownKeys sees what Schema's
+// check sees, symbols and non-enumerable keys included), then the fields without the filter.
+const FACT_KEYS: ReadonlySet<PropertyKey> = new Set(Object.keys(FactsFields.fields))
+const decodeFields = Schema.decodeUnknownEither(FactsFields)
+
+const hasOnlyFactKeys = (value: object): boolean => {
+  for (const key of Reflect.ownKeys(value)) if (!FACT_KEYS.has(key)) return false
+  return true
+}
+
+/** Valid facts and their JSON text, or undefined when anything is off (the caller reports it). */
+const acceptFacts = (
+  input: unknown
+): { readonly facts: FallbackFacts; readonly json: string } | undefined => {
+  if (typeof input !== "object" || input === null || !hasOnlyFactKeys(input)) return undefined
+  const decoded = decodeFields(input)
+  if (decoded._tag === "Left") return undefined
+  const json = JSON.stringify(decoded.right)
+  return Buffer.byteLength(json, "utf8") <= MAX_FACTS_BYTES ? { facts: decoded.right, json } : undefined
+}
+
+/** Validate facts from any source; the error lists every rule that failed. */
+export const validateFacts = (input: unknown): Effect.Effect<FallbackFacts, InvalidFacts> =>
+  Effect.suspend(() => {
+    const accepted = acceptFacts(input)
+    // Anything the fast check refuses goes through the strict decode, which words the error.
+    return accepted === undefined ? validateStrictly(input) : Effect.succeed(accepted.facts)
+  })
+
+/** `validateFacts`, also returning the JSON text to store (the size rule already computed it). */
+export const validateFactsJson = (
+  input: unknown
+): Effect.Effect<{ readonly facts: FallbackFacts; readonly json: string }, InvalidFacts> =>
+  Effect.suspend(() => {
+    const accepted = acceptFacts(input)
+    return accepted === undefined
+      ? Effect.map(validateStrictly(input), (facts) => ({ facts, json: encodeFactsJson(facts) }))
+      : Effect.succeed(accepted)
+  })
+
 /** Facts are stored as JSON text; this schema decodes that text strictly. */
 export const FallbackFactsJson = Schema.parseJson(FallbackFacts)
 export const encodeFactsJson = (facts: FallbackFacts): string => JSON.stringify(facts)
 export const decodeFactsJson = Schema.decodeUnknown(FallbackFactsJson, strict)
+
+/**
+ * Stored facts text to facts, as strict as `decodeFactsJson` (unknown fields, types, bounds),
+ * for the store's row decoding: a plain function, with the reason as a string on failure.
+ * Re-serialising decoded JSON never makes it longer, so bounding the text bounds the facts.
+ */
+export const parseStoredFacts = (text: string): FallbackFacts | string => {
+  if (Buffer.byteLength(text, "utf8") > MAX_FACTS_BYTES) return `facts text exceeds ${MAX_FACTS_BYTES} bytes`
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch (error) {
+    return `facts are not JSON: ${String(error)}`
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return "facts are not an object"
+  for (const key of Object.keys(parsed)) if (!FACT_KEYS.has(key)) return `unknown facts field ${key}`
+  const decoded = decodeFields(parsed)
+  return decoded._tag === "Right" ? decoded.right : ParseResult.TreeFormatter.formatErrorSync(decoded.left)
+}
 
 /** Clip free text to the reason bound, keeping the start (where diagnostics usually are). */
 export const boundReason = (text: string): string => {

@@ -11,18 +11,25 @@ import { type Cause, LAUNCH_NODE, MAX_ID_LENGTH } from "./turn-intent.ts"
 const digest = (prefix: string, parts: ReadonlyArray<string | number | null>): string =>
   `${prefix}:${createHash("sha256").update(JSON.stringify(parts)).digest("hex")}`
 
-/** Check one ID-like input: a non-empty string within the store's key limit. */
-export const checkId = (field: string, value: string): Effect.Effect<string, InvalidInput> =>
+/**
+ * The error for one ID-like input, or undefined when it is a non-empty string within the store's
+ * key limit. A plain function, so hot paths can chain checks without an Effect step each.
+ */
+export const invalidId = (field: string, value: string): InvalidInput | undefined =>
   value.length === 0
-    ? Effect.fail(new InvalidInput({ field, message: `${field} must be a non-empty string` }))
+    ? new InvalidInput({ field, message: `${field} must be a non-empty string` })
     : value.length > MAX_ID_LENGTH
-      ? Effect.fail(
-          new InvalidInput({ field, message: `${field} must be at most ${MAX_ID_LENGTH} characters` })
-        )
-      : Effect.succeed(value)
+      ? new InvalidInput({ field, message: `${field} must be at most ${MAX_ID_LENGTH} characters` })
+      : undefined
 
-const checkOptionalId = (field: string, value: string | null) =>
-  value === null ? Effect.succeed(null) : checkId(field, value)
+const invalidOptionalId = (field: string, value: string | null): InvalidInput | undefined =>
+  value === null ? undefined : invalidId(field, value)
+
+/** Check one ID-like input: a non-empty string within the store's key limit. */
+export const checkId = (field: string, value: string): Effect.Effect<string, InvalidInput> => {
+  const error = invalidId(field, value)
+  return error === undefined ? Effect.succeed(value) : Effect.fail(error)
+}
 
 /**
  * One workflow transition that needs a successor turn. `interruption` is the run's ordinal for
@@ -36,24 +43,28 @@ export interface SourceEventKey {
   readonly interruption: number
 }
 
+// Both IDs are derived on every abort and every ensure: plain checks in one suspend, the first
+// failing one is the error (the same order and messages as a step-by-step check).
 export const sourceEventId = (key: SourceEventKey): Effect.Effect<string, InvalidInput> =>
-  Effect.gen(function* () {
-    yield* checkId("runId", key.runId)
-    yield* checkOptionalId("nodeId", key.nodeId)
-    yield* checkOptionalId("attemptId", key.attemptId)
-    if (!Number.isSafeInteger(key.interruption) || key.interruption < 0) {
-      return yield* new InvalidInput({
-        field: "interruption",
-        message: "interruption must be a non-negative integer"
-      })
-    }
-    return digest("source-event", [
-      key.runId,
-      key.nodeId ?? LAUNCH_NODE,
-      key.attemptId,
-      key.cause,
-      key.interruption
-    ])
+  Effect.suspend(() => {
+    const error =
+      invalidId("runId", key.runId) ??
+      invalidOptionalId("nodeId", key.nodeId) ??
+      invalidOptionalId("attemptId", key.attemptId) ??
+      (Number.isSafeInteger(key.interruption) && key.interruption >= 0
+        ? undefined
+        : new InvalidInput({ field: "interruption", message: "interruption must be a non-negative integer" }))
+    return error !== undefined
+      ? Effect.fail(error)
+      : Effect.succeed(
+          digest("source-event", [
+            key.runId,
+            key.nodeId ?? LAUNCH_NODE,
+            key.attemptId,
+            key.cause,
+            key.interruption
+          ])
+        )
   })
 
 export interface IntentKey {
@@ -67,20 +78,25 @@ export interface IntentKey {
 
 /** `deferred-turn:<sha256>` over target session, run, source event, node or `$launch`, attempt, cause. */
 export const intentId = (key: IntentKey): Effect.Effect<string, InvalidInput> =>
-  Effect.gen(function* () {
-    yield* checkId("targetSessionId", key.targetSessionId)
-    yield* checkId("runId", key.runId)
-    yield* checkId("sourceEventId", key.sourceEventId)
-    yield* checkOptionalId("nodeId", key.nodeId)
-    yield* checkOptionalId("attemptId", key.attemptId)
-    return digest("deferred-turn", [
-      key.targetSessionId,
-      key.runId,
-      key.sourceEventId,
-      key.nodeId ?? LAUNCH_NODE,
-      key.attemptId,
-      key.cause
-    ])
+  Effect.suspend(() => {
+    const error =
+      invalidId("targetSessionId", key.targetSessionId) ??
+      invalidId("runId", key.runId) ??
+      invalidId("sourceEventId", key.sourceEventId) ??
+      invalidOptionalId("nodeId", key.nodeId) ??
+      invalidOptionalId("attemptId", key.attemptId)
+    return error !== undefined
+      ? Effect.fail(error)
+      : Effect.succeed(
+          digest("deferred-turn", [
+            key.targetSessionId,
+            key.runId,
+            key.sourceEventId,
+            key.nodeId ?? LAUNCH_NODE,
+            key.attemptId,
+            key.cause
+          ])
+        )
   })
 
 /** Stable message identity for the one message that resolves an intent. */

@@ -54,6 +54,24 @@ export const decodeToolInput = (params: unknown): Either.Either<ToolInput, strin
   }
   return Either.mapLeft(
     decode({ _tag: action, ...rest }),
-    (error) => `workflow ${action}: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
+    (error) => `workflow ${action}: ${describeIssues(error)}`
   )
+}
+
+/**
+ * One short phrase per offending field (`workflow is missing`), not the schema's whole type:
+ * the model reads this and should see at once what to change.
+ */
+const describeIssues = (error: ParseResult.ParseError): string => {
+  const seen = new Set<string>()
+  const phrases: Array<string> = []
+  for (const issue of ParseResult.ArrayFormatter.formatErrorSync(error)) {
+    const field = issue.path.map(String).join(".")
+    // A union reports one issue per member for the same field; the first says enough.
+    if (seen.has(field)) continue
+    seen.add(field)
+    const message = issue._tag === "Unexpected" ? "is not a parameter of this action" : issue.message
+    phrases.push(field === "" ? message : `${field} ${message}`)
+  }
+  return phrases.join("; ")
 }

@@ -77,6 +77,8 @@ export interface Schedule {
   readonly steps: ReadonlyArray<Scheduled>
   /** Whether processes run the periodic sync fiber (10 s). */
   readonly periodic: boolean
+  /** Whether the second process slot is live from the start. */
+  readonly twoProcs: boolean
 }
 
 export const SESSION = "sim-session"
@@ -137,7 +139,8 @@ export const generate = (seed: number, options: GenerateOptions = {}): Schedule 
     pending: null,
     ended: null
   }))
-  const live: [boolean, boolean] = [true, prng.bool(0.5)]
+  const twoProcs = prng.bool(0.5)
+  const live: [boolean, boolean] = [true, twoProcs]
   let shutdown = false
   let hold = false
   const steps: Scheduled[] = []
@@ -331,7 +334,7 @@ export const generate = (seed: number, options: GenerateOptions = {}): Schedule 
       }
     }
   }
-  return { seed, runs, steps, periodic: prng.bool(0.5) }
+  return { seed, runs, steps, periodic: prng.bool(0.5), twoProcs }
 }
 
 export const describeStep = (step: Step): string => {

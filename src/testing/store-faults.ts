@@ -1,0 +1,193 @@
+/**
+ * Fault injection for the turn-intent store, for tests of code that must survive a failing
+ * controller database (ours and downstream). Two levels:
+ *
+ * - `StoreFaults`: wraps any `TurnIntentStore`; scripted per operation, each call can fail with
+ *   `SQLITE_BUSY` or `SQLITE_READONLY` (as `StoreFailure`), throw (a defect), or hang (forever,
+ *   or for a while and then answer). Faults fire a given number of times or until cleared.
+ * - Database level, on a real SQLite file: `holdWriteLock` keeps another connection's write
+ *   lock (real `SQLITE_BUSY` after the busy timeout) and `readOnlyConnection` switches a
+ *   connection to read-only (real `SQLITE_READONLY`), both until their scope closes.
+ *
+ * Nothing here is used at runtime.
+ */
+import { SqlClient } from "@effect/sql"
+import { SqliteClient } from "@effect/sql-sqlite-node"
+import { Context, Duration, Effect, Layer, Ref, type Scope } from "effect"
+import { StoreFailure } from "../domain/errors.ts"
+import type { DatabaseOptions, OpenError } from "../store/database.ts"
+import type { Database } from "../store/database.ts"
+import { TurnIntentStore, type TurnIntentStoreService } from "../store/turn-intent-store.ts"
+import * as TurnIntentStoreSqlite from "../store/turn-intent-store-sqlite.ts"
+
+export type StoreOperation = keyof TurnIntentStoreService
+
+export type Fault =
+  /** Fails with `StoreFailure` carrying SQLite's `SQLITE_BUSY` message; nothing is written. */
+  | { readonly _tag: "Busy" }
+  /** Fails with `StoreFailure` carrying SQLite's `SQLITE_READONLY` message; nothing is written. */
+  | { readonly _tag: "ReadOnly" }
+  /** The call throws (a defect, not a typed error); nothing is written. */
+  | { readonly _tag: "Throw"; readonly message?: string }
+  /** Never answers, or (with `ms`) answers after `ms` (Effect `Clock` time) by running the call. */
+  | { readonly _tag: "Hang"; readonly ms?: number }
+
+export const BUSY_MESSAGE = "SqliteError: database is locked (SQLITE_BUSY)"
+export const READONLY_MESSAGE = "SqliteError: attempt to write a readonly database (SQLITE_READONLY)"
+
+interface Rule {
+  readonly fault: Fault
+  /** Calls left before the rule retires; null: until cleared. */
+  readonly remaining: number | null
+}
+
+export interface StoreFaultsControl {
+  /**
+   * Inject `fault` into `operation` (or every operation with `"*"`), for the next `times` calls
+   * of it (default: until cleared). A later injection for the same operation replaces it.
+   */
+  readonly inject: (
+    operation: StoreOperation | "*",
+    fault: Fault,
+    options?: { readonly times?: number }
+  ) => Effect.Effect<void>
+  /** Remove the faults of one operation, or all. Calls already hanging stay hanging. */
+  readonly clear: (operation?: StoreOperation | "*") => Effect.Effect<void>
+  /** Calls per operation so far (faulted or not). */
+  readonly calls: Effect.Effect<Readonly<Partial<Record<StoreOperation, number>>>>
+  /** Faults fired so far, per fault tag. */
+  readonly fired: Effect.Effect<Readonly<Partial<Record<Fault["_tag"], number>>>>
+}
+
+export class StoreFaults extends Context.Tag("pi-workflow-turns/StoreFaults")<StoreFaults, StoreFaultsControl>() {}
+
+interface State {
+  readonly rules: Readonly<Partial<Record<StoreOperation | "*", Rule>>>
+  readonly calls: Readonly<Partial<Record<StoreOperation, number>>>
+  readonly fired: Readonly<Partial<Record<Fault["_tag"], number>>>
+}
+
+const consume = (state: State, operation: StoreOperation): [Fault | null, State] => {
+  const calls = { ...state.calls, [operation]: (state.calls[operation] ?? 0) + 1 }
+  const key = state.rules[operation] !== undefined ? operation : state.rules["*"] !== undefined ? "*" : null
+  const rule = key === null ? undefined : state.rules[key]
+  if (key === null || rule === undefined) return [null, { ...state, calls }]
+  const remaining = rule.remaining === null ? null : rule.remaining - 1
+  const rules = { ...state.rules }
+  if (remaining !== null && remaining <= 0) delete rules[key]
+  else rules[key] = { fault: rule.fault, remaining }
+  const fired = { ...state.fired, [rule.fault._tag]: (state.fired[rule.fault._tag] ?? 0) + 1 }
+  return [rule.fault, { rules, calls, fired }]
+}
+
+/** Wrap `store`; the returned control scripts its faults. */
+export const make = (
+  store: TurnIntentStoreService
+): Effect.Effect<{ readonly store: TurnIntentStoreService; readonly control: StoreFaultsControl }> =>
+  Effect.map(Ref.make<State>({ rules: {}, calls: {}, fired: {} }), (state) => {
+    const guard =
+      (operation: StoreOperation) =>
+      <A, E>(call: Effect.Effect<A, E>): Effect.Effect<A, E | StoreFailure> =>
+        Effect.flatMap(
+          Ref.modify(state, (s) => consume(s, operation)),
+          (fault): Effect.Effect<A, E | StoreFailure> => {
+            if (fault === null) return call
+            switch (fault._tag) {
+              case "Busy":
+                return Effect.fail(new StoreFailure({ operation, message: BUSY_MESSAGE }))
+              case "ReadOnly":
+                return Effect.fail(new StoreFailure({ operation, message: READONLY_MESSAGE }))
+              case "Throw":
+                return Effect.sync(() => {
+                  throw new Error(fault.message ?? `injected fault: ${operation} threw`)
+                })
+              case "Hang":
+                return fault.ms === undefined ? Effect.never : Effect.zipRight(Effect.sleep(Duration.millis(fault.ms)), call)
+            }
+          }
+        )
+    const wrapped: TurnIntentStoreService = {
+      ensure: (input) => guard("ensure")(store.ensure(input)),
+      get: (id) => guard("get")(store.get(id)),
+      claimForRun: (input) => guard("claimForRun")(store.claimForRun(input)),
+      claimEligibleForSession: (input) => guard("claimEligibleForSession")(store.claimEligibleForSession(input)),
+      makeEligible: (input) => guard("makeEligible")(store.makeEligible(input)),
+      resolve: (input) => guard("resolve")(store.resolve(input)),
+      release: (input) => guard("release")(store.release(input)),
+      list: (query) => guard("list")(store.list(query))
+    }
+    const control: StoreFaultsControl = {
+      inject: (operation, fault, options) =>
+        Ref.update(state, (s) => ({
+          ...s,
+          rules: {
+            ...s.rules,
+            [operation]: {
+              fault,
+              remaining: options?.times === undefined ? null : Math.max(1, Math.trunc(options.times))
+            }
+          }
+        })),
+      clear: (operation) =>
+        Ref.update(state, (s) => {
+          if (operation === undefined) return { ...s, rules: {} }
+          const rules = { ...s.rules }
+          delete rules[operation]
+          return { ...s, rules }
+        }),
+      calls: Effect.map(Ref.get(state), (s) => s.calls),
+      fired: Effect.map(Ref.get(state), (s) => s.fired)
+    }
+    return { store: wrapped, control }
+  })
+
+/** Replace the `TurnIntentStore` in context with a faulty wrapper of it, plus its control. */
+export const layer: Layer.Layer<TurnIntentStore | StoreFaults, never, TurnIntentStore> = Layer.effectContext(
+  Effect.gen(function* () {
+    const { store, control } = yield* make(yield* TurnIntentStore)
+    return Context.make(TurnIntentStore, store).pipe(Context.add(StoreFaults, control))
+  })
+)
+
+/** The SQLite store on `options.filename`, wrapped; its Database and SqlClient are provided too. */
+export const layerSqlite = (
+  options: DatabaseOptions
+): Layer.Layer<TurnIntentStore | StoreFaults | Database | SqlClient.SqlClient, OpenError> =>
+  Layer.scopedContext(
+    Effect.gen(function* () {
+      const base = yield* Layer.build(TurnIntentStoreSqlite.layerSqlite(options))
+      const { store, control } = yield* make(Context.get(base, TurnIntentStore))
+      return base.pipe(Context.add(TurnIntentStore, store), Context.add(StoreFaults, control))
+    })
+  )
+
+/**
+ * Hold the database's write lock from another connection until the scope closes: every write
+ * of other connections waits its busy timeout and then fails with `SQLITE_BUSY`.
+ */
+export const holdWriteLock = (filename: string): Effect.Effect<void, StoreFailure, Scope.Scope> =>
+  Effect.gen(function* () {
+    const context = yield* Layer.build(SqliteClient.layer({ filename }))
+    const sql = Context.get(context, SqlClient.SqlClient)
+    yield* Effect.acquireRelease(sql.unsafe("BEGIN IMMEDIATE"), () =>
+      sql.unsafe("ROLLBACK").pipe(Effect.ignore)
+    )
+  }).pipe(
+    Effect.catchAllCause((cause) =>
+      Effect.fail(new StoreFailure({ operation: "holdWriteLock", message: String(cause) }))
+    )
+  )
+
+/**
+ * Make the connection behind `SqlClient` read-only until the scope closes: every write through
+ * it fails with `SQLITE_READONLY` and changes nothing; reads keep working.
+ */
+export const readOnlyConnection: Effect.Effect<void, StoreFailure, SqlClient.SqlClient | Scope.Scope> =
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.acquireRelease(sql.unsafe("PRAGMA query_only = 1"), () =>
+      sql.unsafe("PRAGMA query_only = 0").pipe(Effect.ignore)
+    ).pipe(
+      Effect.asVoid,
+      Effect.mapError((error) => new StoreFailure({ operation: "readOnlyConnection", message: error.message }))
+    )
+  )

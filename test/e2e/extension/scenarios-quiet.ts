@@ -1,0 +1,190 @@
+/**
+ * Scenarios that owe no automatic turn beyond the workflow's own messages: a completed run, the
+ * user's direct cancel or Escape, a shutdown, rejected input, a broken workflow file.
+ */
+import { lastMessageOf, type Scenario, start, submit } from "./scenario.ts"
+import { GREET, GUARDED, RELEASE_NOTES, TRIAGE } from "./workflow-sources.ts"
+
+export const completedRun: Scenario = {
+  id: "completed",
+  title: "a run completes: its presentation is the only successor",
+  interruption: "none (completed)",
+  workflows: { "release-notes.workflow.mjs": RELEASE_NOTES },
+  script: [
+    start("release-notes", { version: "1.4.0" }),
+    { text: "The release notes run is queued." },
+    submit({ notes: ["Faster startup", "Fix a crash on resume"] }),
+    { text: "Submitted the draft." },
+    { text: "Release notes are done." }
+  ],
+  expected: { requests: 5, steps: 1, presentations: 1, fallbacks: 0, intents: [], runs: ["completed"] },
+  play: async (lab) => {
+    await lab.say("Write release notes for 1.4.0.", {
+      until: () => lab.runIn("completed"),
+      label: "the run completed"
+    })
+  },
+  verify: (_observation, lab, check) => {
+    check(
+      "the presentation is the workflow's own text",
+      lastMessageOf(lab, 4) === "Release notes for 1.4.0 are ready (2 entries).",
+      lastMessageOf(lab, 4)
+    )
+  }
+}
+
+export const directCancel: Scenario = {
+  id: "direct-cancel",
+  title: "the user cancels with /workflow cancel: no model turn follows",
+  interruption: "user /workflow cancel",
+  workflows: { "triage.workflow.mjs": TRIAGE },
+  script: [start("triage"), { text: "The triage run is queued." }, { text: "Looking at issue #42 first." }],
+  expected: { requests: 3, steps: 1, presentations: 0, fallbacks: 0, intents: [], runs: ["cancelled"] },
+  play: async (lab, check) => {
+    await lab.say("Label issue #42 with the triage workflow.", {
+      until: () => lab.mock.requestCount() >= 3,
+      label: "the step turn ran"
+    })
+    const before = lab.mock.requestCount()
+    await lab.say("/workflow cancel", { until: () => lab.runIn("cancelled"), requireSettle: false })
+    check("no model request after /workflow cancel", lab.mock.requestCount() === before)
+  },
+  verify: (observation, _lab, check) => {
+    check(
+      "the user saw the cancellation",
+      observation.notices.some((text) => text.startsWith("Cancelled run")),
+      observation.notices.join(" | ")
+    )
+  }
+}
+
+export const escapeHold: Scenario = {
+  id: "escape",
+  title: "the user presses Escape during a step turn: the run is held until /workflow resume",
+  interruption: "user Escape",
+  workflows: { "triage.workflow.mjs": TRIAGE },
+  script: [
+    start("triage"),
+    { text: "The triage run is queued." },
+    { text: "Reading the issue…", delayMs: 5_000 },
+    submit({ label: "bug" }),
+    { text: "Submitted the label." },
+    { text: "Issue #42 is labelled." }
+  ],
+  expected: { requests: 6, steps: 2, presentations: 1, fallbacks: 0, intents: [], runs: ["completed"] },
+  play: async (lab, check) => {
+    const mark = lab.pi.mark()
+    await lab.pi.prompt("Label issue #42 with the triage workflow.")
+    await lab.waitUntil(() => lab.mock.requestCount() >= 3, "the step turn is in flight")
+    await lab.pi.abortLikeEscape()
+    await lab.settle(mark, { until: () => lab.runIn("waiting"), label: "the run is held" })
+    check("Escape: the run is held (waiting)", lab.runIn("waiting"))
+    check("Escape: no automatic turn", lab.mock.requestCount() === 3, String(lab.mock.requestCount()))
+    check("Escape: no intent", lab.intents().length === 0)
+    await lab.say("/workflow resume", { until: () => lab.runIn("completed"), label: "the run completed" })
+  },
+  verify: (_observation, lab, check) => {
+    check("the step turn was aborted by Escape", lab.mock.outcomes()[2] === "clientClosed")
+    check("resume sent the step again", lastMessageOf(lab, 3).includes('waiting for step "label"'))
+  }
+}
+
+export const shutdownResume: Scenario = {
+  id: "shutdown",
+  title: "Pi shuts down during a step: the run is parked quietly and resumed at the next start",
+  interruption: "Pi shutdown",
+  workflows: { "triage.workflow.mjs": TRIAGE },
+  script: [
+    start("triage"),
+    { text: "The triage run is queued." },
+    { text: "Looking at issue #42 first." },
+    submit({ label: "feature" }),
+    { text: "Submitted the label." },
+    { text: "Issue #42 is labelled." }
+  ],
+  expected: { requests: 6, steps: 2, presentations: 1, fallbacks: 0, intents: [], runs: ["completed"] },
+  play: async (lab, check) => {
+    await lab.say("Label issue #42 with the triage workflow.", {
+      until: () => lab.mock.requestCount() >= 3,
+      label: "the step turn ran"
+    })
+    await lab.stop()
+    check("shutdown: no intent", lab.intents().length === 0)
+    check("shutdown: the run is not ended", lab.runIn("running"), lab.runs()[0]?.state)
+    await lab.resume()
+    await lab.settle(0, { until: () => lab.runIn("completed"), label: "the run completed" })
+  },
+  verify: (_observation, lab, check) => {
+    check("the restart sent the step again", lastMessageOf(lab, 3).includes('waiting for step "label"'))
+  }
+}
+
+export const invalidInput: Scenario = {
+  id: "invalid-input",
+  title: "invalid tool input is a tool error in the current turn: no run, no intent",
+  interruption: "none (rejected start)",
+  workflows: { "guarded.workflow.mjs": GUARDED },
+  script: [
+    { toolCalls: [{ name: "workflow", arguments: { action: "start" } }] },
+    start("guarded", { ticket: 42 }),
+    { text: "I could not start the workflow." }
+  ],
+  expected: { requests: 3, steps: 0, presentations: 0, fallbacks: 0, intents: [], runs: [] },
+  play: async (lab) => {
+    await lab.say("Start the guarded workflow.")
+  },
+  verify: (observation, _lab, check) => {
+    const [missing, rejected] = observation.toolResults
+    check(
+      "a start without a name is a tool error naming the field",
+      missing?.isError === true && missing.text === "workflow start: workflow is missing",
+      missing?.text
+    )
+    check(
+      "input the workflow rejects is a tool error with its message",
+      rejected?.isError === true && rejected.text.includes("input needs {ticket: string}"),
+      rejected?.text
+    )
+  }
+}
+
+export const brokenFile: Scenario = {
+  id: "broken-file",
+  title: "a broken workflow file is reported by name; the other workflow still works",
+  interruption: "none (load error)",
+  workflows: {
+    "a-broken.workflow.mjs": "export default { name: 'broken', startAt: \n",
+    "b-invalid.workflow.mjs":
+      'export default { name: "invalid", startAt: "nowhere", nodes: {}, edges: [] }\n',
+    "greet.workflow.mjs": GREET
+  },
+  script: [
+    { toolCalls: [{ name: "workflow", arguments: { action: "list" } }] },
+    start("greet"),
+    { text: "The greeting run is queued." },
+    submit({ greeting: "hello" }),
+    { text: "Submitted." },
+    { text: "Greeted." }
+  ],
+  expected: { requests: 6, steps: 1, presentations: 1, fallbacks: 0, intents: [], runs: ["completed"] },
+  play: async (lab) => {
+    await lab.say("Greet me with a workflow.", {
+      until: () => lab.runIn("completed"),
+      label: "the run completed"
+    })
+  },
+  verify: (observation, _lab, check) => {
+    const errors = observation.notices.filter((text) => text.startsWith("workflow load error"))
+    check(
+      "the syntax error names its file",
+      errors.some((text) => text.includes("a-broken.workflow.mjs")),
+      errors.join(" | ")
+    )
+    check(
+      "the invalid definition names its file",
+      errors.some((text) => text.includes("b-invalid.workflow.mjs"))
+    )
+    const list = observation.toolResults[0]?.text ?? ""
+    check("list shows only the good workflow", list.includes("greet") && !list.includes("broken"), list)
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * `npm run test:sim -- --runs N [--seed S] [--steps K] [--verbose]`
+ *
+ * Without `--seed`: runs N schedules with seeds 1…N (or S…S+N-1 with `--from S`) and reports
+ * schedules per second, totals and every failing seed with its replay command. With `--seed`:
+ * replays that one schedule and prints its steps (and, with `--verbose`, the full trace).
+ * Exits 1 when any schedule violates an invariant.
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { formatFailure, runBatch, runSchedule } from "./runner.ts"
+import { generate, type GenerateOptions } from "./schedule.ts"
+
+const args = process.argv.slice(2)
+const flag = (name: string): string | undefined => {
+  const index = args.indexOf(`--${name}`)
+  return index < 0 ? undefined : args[index + 1]
+}
+const number = (name: string, fallback: number): number => {
+  const raw = flag(name)
+  if (raw === undefined) return fallback
+  const value = Number(raw)
+  if (!Number.isSafeInteger(value) || value < 0) {
+    process.stderr.write(`--${name} must be a non-negative integer, got ${raw}\n`)
+    process.exit(2)
+  }
+  return value
+}
+
+const verbose = args.includes("--verbose")
+const steps = flag("steps") === undefined ? undefined : number("steps", 0)
+const options: GenerateOptions = steps === undefined ? {} : { steps }
+const dir = mkdtempSync(join(tmpdir(), "pwt-sim-"))
+
+try {
+  const seed = flag("seed")
+  if (seed !== undefined) {
+    const result = await runSchedule(generate(number("seed", 0), options), dir)
+    if (verbose) for (const line of result.trace) console.log(line)
+    console.log(JSON.stringify(result.stats))
+    if (result.violations.length > 0) {
+      console.log(formatFailure(result, options))
+      process.exitCode = 1
+    } else console.log(`seed ${result.seed}: ${result.steps} steps, no violation`)
+  } else {
+    const runs = number("runs", 1_000)
+    const from = number("from", 1)
+    const batch = await runBatch(from, runs, dir, options)
+    const perSecond = batch.runs / (batch.elapsedMs / 1_000)
+    console.log(
+      `sim: ${batch.runs} schedules (seeds ${from}…${from + runs - 1}) in ${(batch.elapsedMs / 1_000).toFixed(1)} s, ` +
+        `${perSecond.toFixed(0)} schedules/s; ${batch.failures.length} with violations`
+    )
+    console.log((globalThis as any).PH)
+    console.log(`totals: ${JSON.stringify(batch.totals)}`)
+    for (const failure of batch.failures.slice(0, 20)) console.log(formatFailure(failure, options))
+    if (batch.failures.length > 0) process.exitCode = 1
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true })
+}
