@@ -49,6 +49,11 @@ const isFallbackEnd = (record: Readonly<Record<string, unknown>>): boolean => {
   )
 }
 
+const isCancel = (record: Readonly<Record<string, unknown>>): boolean => {
+  const args = record.args
+  return typeof args === "object" && args !== null && "action" in args && args.action === "cancel"
+}
+
 export const piDeliverySection: BenchSection = {
   id: "pi-delivery",
   title: "Fallback delivery in real Pi: agent_settled → fallback appended",
@@ -58,6 +63,7 @@ export const piDeliverySection: BenchSection = {
     const mock = await startMockOpenAI({ script: Array.from({ length: runs * 8 }, () => route) })
     const sandbox = createPiSandbox(mock.baseUrl, "pwt-bench-pi-")
     const samples: Array<number> = []
+    const aborts: Array<number> = []
     let sessionFile = ""
     try {
       const dir = join(sandbox.workDir, ".pi", "workflows")
@@ -88,6 +94,8 @@ export const piDeliverySection: BenchSection = {
             throw new Error(`pi-delivery run ${i + 1}: no aborted settle before the fallback`)
           }
           samples.push(appended.at - settled.at)
+          const cancel = seen.find((a) => a.record.type === "tool_execution_start" && isCancel(a.record))
+          if (cancel !== undefined && cancel.at <= settled.at) aborts.push(settled.at - cancel.at)
         }
         sessionFile = pi.sessionFile ?? ""
         await pi.stop()
@@ -101,6 +109,7 @@ export const piDeliverySection: BenchSection = {
     sandbox.remove()
     const all = summarize(samples)
     const warm = summarize(samples.slice(1))
+    const abortSummary = summarize(aborts)
     const checks: Array<Check> = [
       {
         name: "pi-delivery: exactly one fallback per self-cancelled run in the session file",
@@ -111,7 +120,8 @@ export const piDeliverySection: BenchSection = {
     const ms = (value: number) => value.toFixed(2)
     const markdown = [
       `${runs} self-cancelled runs in one Pi process (Pi RPC mode, dist/extension.js, mock model on 127.0.0.1), ms. ` +
-        "Times are when the bench read each event from Pi's stdout; both events travel the same pipe.",
+        "Times are when the bench read each event from Pi's stdout; both events travel the same pipe. With " +
+        `${runs} samples the p99 is the maximum.`,
       "",
       table(
         ["agent_settled → fallback appended", "median", "p99", "min", "max"],
@@ -131,6 +141,22 @@ export const piDeliverySection: BenchSection = {
             ms(Math.max(...samples.slice(1)))
           ],
           ["first run (cold code paths)", ms(samples[0] ?? Number.NaN), "", "", ""]
+        ]
+      ),
+      "",
+      "0.00 means both events arrived in one read of Pi's stdout: below what this method resolves. For context, " +
+        "the Pi-side abort: from the `workflow cancel` tool call starting to the aborted turn's `agent_settled`:",
+      "",
+      table(
+        ["tool_execution_start (cancel) → agent_settled {aborted}", "median", "p99", "min", "max"],
+        [
+          [
+            `${aborts.length} runs`,
+            ms(abortSummary.median),
+            ms(abortSummary.p99),
+            ms(Math.min(...aborts)),
+            ms(Math.max(...aborts))
+          ]
         ]
       ),
       "",

@@ -139,9 +139,11 @@ const main = async () => {
         "absolute numbers only mean something on the machine below. Speed is measured here and never " +
         "asserted in tests.",
       "",
-      "Run: `npm run bench` under Node 22 (bench/run.ts; `--quick` for a smoke run, `--only=store,breakdown,scaling,memory`, " +
-        "`--full` to add synchronous=FULL store timings, `--no-write` to leave this file alone). It exits 1 when a " +
-        "check fails (pragma and SQL parity with src, query plans); a missed goal is reported, not fatal.",
+      `Run: \`npm run bench\` under Node 22 (bench/run.ts; \`--quick\` for a smoke run, \`--only=${SECTIONS.map((x) => x.id).join(",")}\` ` +
+        "for a subset, `--full` to add synchronous=FULL store timings, `--no-write` to leave this file alone). The " +
+        "Pi sections run the real Pi CLI on the built extension (dist/extension.js, rebuilt first when src/ is newer). " +
+        "It exits 1 when a check fails (pragma and SQL parity with src, query plans, intents committed before the " +
+        "abort, one fallback per run); a missed goal is reported, not fatal.",
       "",
       facts,
       "",

@@ -1,7 +1,8 @@
 /**
- * The contract between the bench entry and its sections. Each section (store ops, scaling,
- * memory; later abort path, Pi delivery latency, extension start-up) is its own module that
- * returns markdown plus the checks it made, so the entry only orders, prints and records them.
+ * The contract between the bench entry and its sections. Each section (store ops, breakdown,
+ * scaling, list index, memory, abort path, Pi delivery latency, extension start-up) is its own
+ * module that returns markdown plus the checks it made, so the entry only orders, prints and
+ * records them.
  */
 
 export interface BenchContext {

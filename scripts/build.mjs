@@ -1,7 +1,12 @@
 // Bundle the Pi extension and the library entry into dist/ with esbuild. One ESM file each
 // loads in a fraction of the time of the TypeScript sources (Pi loads extensions via jiti).
-// Native and host packages stay external: better-sqlite3 (a native addon), Pi's own packages
-// and typebox (the host provides them).
+// better-sqlite3 (a native addon) and Pi's own packages stay external.
+//
+// The extension bundles what it uses of typebox and pi-ai instead of importing them: in Pi's
+// RPC mode an extension's `import "typebox"` / `import "@earendil-works/pi-ai"` loads those whole
+// packages from node_modules at start-up (~130 ms here, docs/bench.md), while the extension
+// needs only `Type` and `StringEnum`, a few KiB after tree-shaking. Their schemas are plain
+// JSON-schema objects, so Pi validates them the same way. pi-tui stays external: Pi has it loaded.
 import { build } from "esbuild"
 
 const shared = {
@@ -12,9 +17,23 @@ const shared = {
   sourcemap: "linked",
   legalComments: "none",
   logLevel: "warning",
-  external: ["better-sqlite3", "@earendil-works/*", "typebox", "typebox/*"],
   // Bundled CommonJS dependencies may call require(); give the ESM bundle one.
-  banner: { js: "import { createRequire as __pwtRequire } from 'node:module'; const require = __pwtRequire(import.meta.url);" }
+  banner: {
+    js: "import { createRequire as __pwtRequire } from 'node:module'; const require = __pwtRequire(import.meta.url);"
+  }
 }
 
-await build({ ...shared, entryPoints: { extension: "src/extension/index.ts", index: "src/index.ts", testing: "src/testing.ts" }, outdir: "dist" })
+const host = ["better-sqlite3", "@earendil-works/*", "typebox", "typebox/*"]
+
+await build({
+  ...shared,
+  entryPoints: { extension: "src/extension/index.ts" },
+  outdir: "dist",
+  external: ["better-sqlite3", "@earendil-works/pi-coding-agent", "@earendil-works/pi-tui"]
+})
+await build({
+  ...shared,
+  entryPoints: { index: "src/index.ts", testing: "src/testing.ts" },
+  outdir: "dist",
+  external: host
+})

@@ -59,7 +59,10 @@ export interface StoreFaultsControl {
   readonly fired: Effect.Effect<Readonly<Partial<Record<Fault["_tag"], number>>>>
 }
 
-export class StoreFaults extends Context.Tag("pi-workflow-turns/StoreFaults")<StoreFaults, StoreFaultsControl>() {}
+export class StoreFaults extends Context.Tag("pi-workflow-turns/StoreFaults")<
+  StoreFaults,
+  StoreFaultsControl
+>() {}
 
 interface State {
   readonly rules: Readonly<Partial<Record<StoreOperation | "*", Rule>>>
@@ -102,7 +105,9 @@ export const make = (
                   throw new Error(fault.message ?? `injected fault: ${operation} threw`)
                 })
               case "Hang":
-                return fault.ms === undefined ? Effect.never : Effect.zipRight(Effect.sleep(Duration.millis(fault.ms)), call)
+                return fault.ms === undefined
+                  ? Effect.never
+                  : Effect.zipRight(Effect.sleep(Duration.millis(fault.ms)), call)
             }
           }
         )
@@ -110,7 +115,8 @@ export const make = (
       ensure: (input) => guard("ensure")(store.ensure(input)),
       get: (id) => guard("get")(store.get(id)),
       claimForRun: (input) => guard("claimForRun")(store.claimForRun(input)),
-      claimEligibleForSession: (input) => guard("claimEligibleForSession")(store.claimEligibleForSession(input)),
+      claimEligibleForSession: (input) =>
+        guard("claimEligibleForSession")(store.claimEligibleForSession(input)),
       makeEligible: (input) => guard("makeEligible")(store.makeEligible(input)),
       resolve: (input) => guard("resolve")(store.resolve(input)),
       release: (input) => guard("release")(store.release(input)),
@@ -188,6 +194,8 @@ export const readOnlyConnection: Effect.Effect<void, StoreFailure, SqlClient.Sql
       sql.unsafe("PRAGMA query_only = 0").pipe(Effect.ignore)
     ).pipe(
       Effect.asVoid,
-      Effect.mapError((error) => new StoreFailure({ operation: "readOnlyConnection", message: error.message }))
+      Effect.mapError(
+        (error) => new StoreFailure({ operation: "readOnlyConnection", message: error.message })
+      )
     )
   )

@@ -9,7 +9,7 @@
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { formatFailure, runBatch, runSchedule } from "./runner.ts"
+import { formatFailure, openSimDatabase, runBatch, runSchedule } from "./runner.ts"
 import { generate, type GenerateOptions } from "./schedule.ts"
 
 const args = process.argv.slice(2)
@@ -36,7 +36,9 @@ const dir = mkdtempSync(join(tmpdir(), "pwt-sim-"))
 try {
   const seed = flag("seed")
   if (seed !== undefined) {
-    const result = await runSchedule(generate(number("seed", 0), options), dir)
+    const database = await openSimDatabase(dir)
+    const result = await runSchedule(generate(number("seed", 0), options), database)
+    await database.close()
     if (verbose) for (const line of result.trace) console.log(line)
     console.log(JSON.stringify(result.stats))
     if (result.violations.length > 0) {
@@ -52,7 +54,6 @@ try {
       `sim: ${batch.runs} schedules (seeds ${from}…${from + runs - 1}) in ${(batch.elapsedMs / 1_000).toFixed(1)} s, ` +
         `${perSecond.toFixed(0)} schedules/s; ${batch.failures.length} with violations`
     )
-    console.log((globalThis as any).PH)
     console.log(`totals: ${JSON.stringify(batch.totals)}`)
     for (const failure of batch.failures.slice(0, 20)) console.log(formatFailure(failure, options))
     if (batch.failures.length > 0) process.exitCode = 1

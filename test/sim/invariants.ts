@@ -75,35 +75,48 @@ export const checkOutcome = (outcome: Outcome): ReadonlyArray<Violation> => {
   // 1. At most one successor message per intent.
   for (const [id, sent] of groupBy(outcome.sends, (s) => s.turnIntentId)) {
     if (sent.length > 1) {
-      add("at most one message per intent", `${short(id)} sent ${sent.length}× (steps ${sent.map((s) => s.step).join(", ")})`)
+      add(
+        "at most one message per intent",
+        `${short(id)} sent ${sent.length}× (steps ${sent.map((s) => s.step).join(", ")})`
+      )
     }
     for (const s of sent) {
-      if (!s.delivered) add("no resolving message lost", `${short(id)} sent into an aborting turn at step ${s.step}`)
+      if (!s.delivered)
+        add("no resolving message lost", `${short(id)} sent into an aborting turn at step ${s.step}`)
     }
   }
   for (const [id, entries] of branchByIntent) {
-    if (entries.length > 1) add("at most one message per intent", `${short(id)} is ${entries.length}× in the branch`)
+    if (entries.length > 1)
+      add("at most one message per intent", `${short(id)} is ${entries.length}× in the branch`)
   }
 
   // 2. Eligible intents are delivered; a resolution is backed by exactly one matching message.
   for (const row of outcome.rows) {
     const entries = branchByIntent.get(row.intent_id) ?? []
     if (row.target_session_id !== SESSION) {
-      if (entries.length > 0) add("no delivery to another session", `${short(row.intent_id)} is in this branch`)
+      if (entries.length > 0)
+        add("no delivery to another session", `${short(row.intent_id)} is in this branch`)
       continue
     }
     if (row.resolved_at === null) {
-      if (row.eligible_at !== null) add("eligible intents are delivered", `${short(row.intent_id)} still pending`)
+      if (row.eligible_at !== null)
+        add("eligible intents are delivered", `${short(row.intent_id)} still pending`)
       continue
     }
     const entry = entries[0]
     if (entry === undefined) {
-      add("a resolution is backed by a message", `${short(row.intent_id)} resolved as ${row.resolution} with no message`)
+      add(
+        "a resolution is backed by a message",
+        `${short(row.intent_id)} resolved as ${row.resolution} with no message`
+      )
       continue
     }
     const isFallback = entry.customType === DEFERRED_TURN_TYPE
     if (isFallback !== (row.resolution === "fallback")) {
-      add("resolution matches the message", `${short(row.intent_id)} resolved as ${row.resolution}, message ${entry.customType}`)
+      add(
+        "resolution matches the message",
+        `${short(row.intent_id)} resolved as ${row.resolution}, message ${entry.customType}`
+      )
     }
   }
 
@@ -125,9 +138,12 @@ export const checkOutcome = (outcome: Outcome): ReadonlyArray<Violation> => {
   for (const problem of outcome.quietProblems) add("quiet events never cause a turn", problem)
 
   // Rows only for published intent events.
-  const asked = new Set(outcome.publishes.flatMap((p) => (p.expectedIntent === null ? [] : [p.expectedIntent])))
+  const asked = new Set(
+    outcome.publishes.flatMap((p) => (p.expectedIntent === null ? [] : [p.expectedIntent]))
+  )
   for (const row of outcome.rows) {
-    if (!asked.has(row.intent_id)) add("one intent per eligible source event", `unexpected row ${short(row.intent_id)}`)
+    if (!asked.has(row.intent_id))
+      add("one intent per eligible source event", `unexpected row ${short(row.intent_id)}`)
   }
 
   // Abort ordering and terminal handling.
@@ -160,7 +176,8 @@ export const checkOutcome = (outcome: Outcome): ReadonlyArray<Violation> => {
   for (const n of outcome.naturals) {
     if (n.outcome === "pending") add("natural deliveries finish", `${n.content} still waiting`)
     if (n.outcome === "sent" && !outcome.sends.some((s) => s.content === n.content && s.delivered)) {
-      if (!outcome.branch.some((e) => e.content === n.content)) add("natural messages are not lost", n.content)
+      if (!outcome.branch.some((e) => e.content === n.content))
+        add("natural messages are not lost", n.content)
     }
   }
   return violations

@@ -13,30 +13,37 @@ import { interrupted, makeHarness, presentation, prompt } from "../conformance/h
 import { tempDbPath } from "../support/temp-db.ts"
 
 describe("natural delivery waiting for a claim (sim seeds 1678, 2027, 2130, 2333, 2673, 2722, 2864)", () => {
-  it.scoped("a system abort that starts while it waits is waited out: nothing is sent into the aborting turn", () =>
-    Effect.gen(function* () {
-      const h = yield* makeHarness({ coordinator: { leaseMs: 30_000, claimRetryMs: 500 } })
-      yield* h.fake.startTurn
-      const { intentId } = yield* h.events.publish(interrupted("timedOut"))
-      yield* h.settle(true)
-      // Another claimant (a fallback pass, another process) holds the intent for a second.
-      yield* h.store.claimForRun({ runId: "run-1", targetSessionId: "session-1", token: "other", leaseMs: 1_000 })
-      const delivering = yield* Effect.fork(h.coordinator.deliverNatural(prompt("next step")))
-      yield* TestClock.adjust(100)
-      expect(yield* h.fake.sent).toEqual([])
-      // Meanwhile a new workflow turn runs and is stopped by the system.
-      yield* h.fake.startTurn
-      yield* h.events.publish(interrupted("controllerInterrupted", { interruption: 1 }))
-      expect(yield* h.fake.phase).toBe("aborting")
-      yield* TestClock.adjust(2_000) // the other claim expired; the delivery retries
-      const intoAbort = (yield* h.fake.sent).filter((r) => r.phase === "aborting")
-      expect(intoAbort).toEqual([])
-      yield* h.settle(true)
-      const receipt = yield* Fiber.join(delivering)
-      expect(receipt).toMatchObject({ turnIntentId: intentId, sent: true })
-      const branch = yield* h.fake.branch
-      expect(branch.filter((e) => e.content === "next step")).toHaveLength(1)
-    })
+  it.scoped(
+    "a system abort that starts while it waits is waited out: nothing is sent into the aborting turn",
+    () =>
+      Effect.gen(function* () {
+        const h = yield* makeHarness({ coordinator: { leaseMs: 30_000, claimRetryMs: 500 } })
+        yield* h.fake.startTurn
+        const { intentId } = yield* h.events.publish(interrupted("timedOut"))
+        yield* h.settle(true)
+        // Another claimant (a fallback pass, another process) holds the intent for a second.
+        yield* h.store.claimForRun({
+          runId: "run-1",
+          targetSessionId: "session-1",
+          token: "other",
+          leaseMs: 1_000
+        })
+        const delivering = yield* Effect.fork(h.coordinator.deliverNatural(prompt("next step")))
+        yield* TestClock.adjust(100)
+        expect(yield* h.fake.sent).toEqual([])
+        // Meanwhile a new workflow turn runs and is stopped by the system.
+        yield* h.fake.startTurn
+        yield* h.events.publish(interrupted("controllerInterrupted", { interruption: 1 }))
+        expect(yield* h.fake.phase).toBe("aborting")
+        yield* TestClock.adjust(2_000) // the other claim expired; the delivery retries
+        const intoAbort = (yield* h.fake.sent).filter((r) => r.phase === "aborting")
+        expect(intoAbort).toEqual([])
+        yield* h.settle(true)
+        const receipt = yield* Fiber.join(delivering)
+        expect(receipt).toMatchObject({ turnIntentId: intentId, sent: true })
+        const branch = yield* h.fake.branch
+        expect(branch.filter((e) => e.content === "next step")).toHaveLength(1)
+      })
   )
 
   it.scoped("also when the intent was resolved meanwhile and the message goes out plain", () =>
@@ -45,7 +52,12 @@ describe("natural delivery waiting for a claim (sim seeds 1678, 2027, 2130, 2333
       yield* h.fake.startTurn
       yield* h.events.publish(interrupted("agentCancelled"))
       yield* h.settle(true)
-      yield* h.store.claimForRun({ runId: "run-1", targetSessionId: "session-1", token: "other", leaseMs: 1_000 })
+      yield* h.store.claimForRun({
+        runId: "run-1",
+        targetSessionId: "session-1",
+        token: "other",
+        leaseMs: 1_000
+      })
       const delivering = yield* Effect.fork(h.coordinator.deliverNatural(presentation("the result")))
       yield* TestClock.adjust(100)
       // The other claimant resolves the intent; then a system abort starts.

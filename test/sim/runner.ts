@@ -4,14 +4,14 @@
  * the session to "live and idle" (faults cleared, hold released, leases expired, turns settled)
  * and check every invariant. Also runs batches and formats the replay command of a failure.
  */
-import { rmSync } from "node:fs"
 import { join } from "node:path"
 import BetterSqlite from "better-sqlite3"
-import { Effect, Exit, Logger, LogLevel, Schema, Scope } from "effect"
+import { Effect, Exit, Layer, Logger, LogLevel, Schema, Scope } from "effect"
+import { Database } from "../../src/store/database.ts"
 import { checkOutcome, type IntentRow, type Violation } from "./invariants.ts"
 import { describeStep, generate, type GenerateOptions, type Schedule, SESSION } from "./schedule.ts"
 import { makeSimClock, SIM_EPOCH } from "./sim-clock.ts"
-import { CLAIM_RETRY_MS, LEASE_MS, makeWorld } from "./world.ts"
+import { CLAIM_RETRY_MS, type Connection, LEASE_MS, makeWorld, type Mutation } from "./world.ts"
 
 export interface RunResult {
   readonly seed: number
@@ -32,41 +32,88 @@ const Row = Schema.Struct({
 })
 const decodeRows = Schema.decodeUnknownSync(Schema.Array(Row))
 const decodeJsonRows = Schema.decodeUnknownSync(
-  Schema.Array(Schema.Struct({ intent_id: Schema.String }, Schema.Record({ key: Schema.String, value: Schema.Unknown })))
+  Schema.Array(
+    Schema.Struct({ intent_id: Schema.String }, Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+  )
 )
 
-const readRows = (db: BetterSqlite.Database): ReadonlyArray<IntentRow> =>
-  decodeRows(db.prepare("SELECT * FROM workflow_turn_intents ORDER BY intent_id").all()).map((row) => ({ ...row }))
+/** Statements on the raw handle, prepared once per batch. */
+const rawQueries = (db: BetterSqlite.Database) => {
+  const all = db.prepare("SELECT * FROM workflow_turn_intents ORDER BY intent_id")
+  const resolved = db.prepare("SELECT * FROM workflow_turn_intents WHERE resolved_at IS NOT NULL")
+  const version = db.prepare("PRAGMA data_version").pluck()
+  return {
+    rows: (): ReadonlyArray<IntentRow> => decodeRows(all.all()),
+    resolved: () => decodeJsonRows(resolved.all()),
+    version: () => Number(version.get())
+  }
+}
 
 /** The command that replays one seed (printed for every failure). */
 export const replayCommand = (seed: number, options: GenerateOptions = {}): string =>
   `npm run test:sim -- --seed ${seed}${options.steps === undefined ? "" : ` --steps ${options.steps}`} --verbose`
 
-export const runSchedule = (schedule: Schedule, dir: string): Promise<RunResult> => {
-  const filename = join(dir, `sim-${schedule.seed}.db`)
+/**
+ * The batch's database: one file, one connection per runner slot and a raw handle for the
+ * checks, opened once. Each schedule starts from an empty intent table (`reset`).
+ */
+export interface SimDatabase {
+  readonly connections: readonly [Connection, Connection]
+  readonly raw: BetterSqlite.Database
+  readonly queries: ReturnType<typeof rawQueries>
+  readonly close: () => Promise<void>
+}
+
+export const openSimDatabase = async (dir: string): Promise<SimDatabase> => {
+  const filename = join(dir, "sim.db")
+  const scope = Effect.runSync(Scope.make())
+  const open = () =>
+    Effect.runPromise(Layer.build(Database.layer({ filename, busyTimeoutMs: 0 })).pipe(Scope.extend(scope)))
+  const connections = [await open(), await open()] as const
+  const raw = new BetterSqlite(filename)
+  return {
+    connections,
+    raw,
+    queries: rawQueries(raw),
+    close: async () => {
+      raw.close()
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+    }
+  }
+}
+
+export const runSchedule = (
+  schedule: Schedule,
+  database: SimDatabase,
+  mutation: Mutation | null = null
+): Promise<RunResult> => {
+  const { raw, queries } = database
+  raw.exec("DELETE FROM workflow_turn_intents")
   const clock = makeSimClock()
   const trace: string[] = []
   const resolvedChanges: string[] = []
-  let db: BetterSqlite.Database | undefined
+  const resolved = new Map<string, string>()
+  let seen = -1
+  const checkResolved = (label: string) => {
+    // Nothing committed since the last look: nothing can have changed.
+    const version = queries.version()
+    if (version === seen) return
+    seen = version
+    const rows = queries.resolved()
+    const now = new Map(rows.map((row) => [row.intent_id, JSON.stringify(row)]))
+    for (const [id, before] of resolved) {
+      const after = now.get(id)
+      if (after !== before) {
+        resolvedChanges.push(`${id.slice(-10)} changed at ${label}: ${before} → ${after ?? "gone"}`)
+      }
+    }
+    for (const [id, row] of now) if (!resolved.has(id)) resolved.set(id, row)
+  }
 
   const program = Effect.gen(function* () {
-    ;(globalThis as any).PH ??= [0,0,0]
-    const T0 = performance.now()
-    const world = yield* makeWorld(schedule, filename, clock)
+    const world = yield* makeWorld(schedule, database.connections, clock, mutation)
     yield* world.startProc(0)
     if (schedule.twoProcs) yield* world.startProc(1)
-    const raw = new BetterSqlite(filename, { readonly: true })
-    db = raw
-    const resolved = new Map<string, string>()
-    const checkResolved = (label: string) => {
-      const rows = decodeJsonRows(raw.prepare("SELECT * FROM workflow_turn_intents WHERE resolved_at IS NOT NULL").all())
-      const now = new Map(rows.map((row) => [row.intent_id, JSON.stringify(row)]))
-      for (const [id, before] of resolved) {
-        const after = now.get(id)
-        if (after !== before) resolvedChanges.push(`${id.slice(-10)} changed at ${label}: ${before} → ${after ?? "gone"}`)
-      }
-      for (const [id, row] of now) if (!resolved.has(id)) resolved.set(id, row)
-    }
 
     for (const [index, { step, gap }] of schedule.steps.entries()) {
       world.setStep(index)
@@ -76,10 +123,11 @@ export const runSchedule = (schedule: Schedule, dir: string): Promise<RunResult>
       yield* world.execute(step)
       for (let i = 0; i < gap; i++) yield* Effect.yieldNow()
       checkResolved(`step ${index}`)
-      trace.push(`${String(index).padStart(3)} ${describeStep(step)}  [${yield* world.fake.phase}, t+${clock.now() - SIM_EPOCH}]`)
+      trace.push(
+        `${String(index).padStart(3)} ${describeStep(step)}  [${yield* world.fake.phase}, t+${clock.now() - SIM_EPOCH}]`
+      )
     }
 
-    const T1 = performance.now()
     // Live and idle: faults cleared, hold released, a new process after shutdown, leases expired.
     world.setStep(schedule.steps.length)
     for (const proc of world.liveProcs()) yield* proc.faults.clear()
@@ -87,7 +135,9 @@ export const runSchedule = (schedule: Schedule, dir: string): Promise<RunResult>
     yield* world.fake.setUserHold(false)
     if ((yield* world.lifecycle).shuttingDown || world.liveProcs().length === 0) yield* world.restartAll
     const pendingEligible = () =>
-      readRows(raw).filter((r) => r.target_session_id === SESSION && r.resolved_at === null && r.eligible_at !== null)
+      queries
+        .rows()
+        .filter((r) => r.target_session_id === SESSION && r.resolved_at === null && r.eligible_at !== null)
     let rounds = 0
     for (; rounds < 100; rounds++) {
       yield* clock.advance(LEASE_MS + CLAIM_RETRY_MS)
@@ -99,15 +149,14 @@ export const runSchedule = (schedule: Schedule, dir: string): Promise<RunResult>
       const naturalsWaiting = world.naturals.some((n) => n.outcome === "pending")
       if (pendingEligible().length === 0 && !naturalsWaiting) break
       const proc = world.liveProcs()[0]
-      if (proc !== undefined) yield* Effect.forkIn(Effect.ignore(proc.coordinator.syncFallbacks("periodic")), proc.scope)
+      if (proc !== undefined)
+        yield* Effect.forkIn(Effect.ignore(proc.coordinator.syncFallbacks("periodic")), proc.scope)
       yield* clock.quiesce
     }
     checkResolved("liveness")
-    const T2 = performance.now()
-    ;(globalThis as any).PH ??= [0,0,0]; (globalThis as any).PH[0]+=T1-T0; (globalThis as any).PH[1]+=T2-T1
     trace.push(`--- liveness: ${rounds} rounds`)
     const outcome = {
-      rows: readRows(raw),
+      rows: queries.rows(),
       branch: yield* world.fake.branch,
       sends: world.sends,
       publishes: world.publishes,
@@ -121,7 +170,9 @@ export const runSchedule = (schedule: Schedule, dir: string): Promise<RunResult>
       intents: outcome.rows.length,
       resolved: outcome.rows.filter((r) => r.resolved_at !== null).length,
       fallbacks: outcome.rows.filter((r) => r.resolution === "fallback").length,
-      natural: outcome.rows.filter((r) => r.resolution === "workflowPrompt" || r.resolution === "presentation").length,
+      natural: outcome.rows.filter(
+        (r) => r.resolution === "workflowPrompt" || r.resolution === "presentation"
+      ).length,
       sends: outcome.sends.length,
       publishes: outcome.publishes.length,
       warnings: outcome.publishes.filter((p) => p.result?.warning != null).length,
@@ -136,8 +187,6 @@ export const runSchedule = (schedule: Schedule, dir: string): Promise<RunResult>
     Logger.withMinimumLogLevel(LogLevel.None)
   )
   return Effect.runPromiseExit(scheduled).then((exit) => {
-    db?.close()
-    for (const suffix of ["", "-wal", "-shm"]) rmSync(`${filename}${suffix}`, { force: true })
     if (Exit.isFailure(exit)) {
       return {
         seed: schedule.seed,
@@ -163,17 +212,19 @@ export const runBatch = async (
   firstSeed: number,
   runs: number,
   dir: string,
-  options: GenerateOptions = {}
+  options: GenerateOptions & { readonly mutation?: Mutation } = {}
 ): Promise<BatchResult> => {
   const started = performance.now()
   const failures: RunResult[] = []
   const totals: Record<string, number> = { steps: 0 }
+  const database = await openSimDatabase(dir)
   for (let i = 0; i < runs; i++) {
-    const result = await runSchedule(generate(firstSeed + i, options), dir)
+    const result = await runSchedule(generate(firstSeed + i, options), database, options.mutation ?? null)
     totals.steps = (totals.steps ?? 0) + result.steps
     for (const [key, value] of Object.entries(result.stats)) totals[key] = (totals[key] ?? 0) + value
     if (result.violations.length > 0) failures.push(result)
   }
+  await database.close()
   return { runs, failures, elapsedMs: performance.now() - started, totals }
 }
 

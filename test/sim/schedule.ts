@@ -19,7 +19,12 @@ export type SimFault =
 
 export type Step =
   /** The run's workflow turn is active (start one if the session is idle), then it is interrupted. */
-  | { readonly _tag: "Interrupt"; readonly run: number; readonly cause: ActiveTurnCause; readonly proc: ProcId }
+  | {
+      readonly _tag: "Interrupt"
+      readonly run: number
+      readonly cause: ActiveTurnCause
+      readonly proc: ProcId
+    }
   /** The engine sends the run's next workflow prompt (forked: it may wait for idle or a claim). */
   | { readonly _tag: "Prompt"; readonly run: number; readonly proc: ProcId }
   /** The run completes; its result presentation is delivered (forked). */
@@ -158,7 +163,12 @@ export const generate = (seed: number, options: GenerateOptions = {}): Schedule 
         const run = prng.pick(running)
         const m = model[run]
         if (m === undefined) return null
-        const cause = prng.pick<ActiveTurnCause>(["agentCancelled", "timedOut", "controllerInterrupted", "claimLost"])
+        const cause = prng.pick<ActiveTurnCause>([
+          "agentCancelled",
+          "timedOut",
+          "controllerInterrupted",
+          "claimLost"
+        ])
         m.pending = provenanceOf(run, m.interruptions, cause)
         m.interruptions += 1
         return { _tag: "Interrupt", run, cause, proc: proc() }
@@ -201,7 +211,12 @@ export const generate = (seed: number, options: GenerateOptions = {}): Schedule 
         if (m === undefined) return null
         m.status = "ended"
         m.ended = "eligible"
-        return { _tag: "Terminal", run, state: prng.pick<TerminalState>(["cancelled", "timed_out", "failed"]), proc: proc() }
+        return {
+          _tag: "Terminal",
+          run,
+          state: prng.pick<TerminalState>(["cancelled", "timed_out", "failed"]),
+          proc: proc()
+        }
       },
       6
     ],
@@ -329,7 +344,16 @@ export const generate = (seed: number, options: GenerateOptions = {}): Schedule 
       const make = prng.weighted(pool)
       const step = make()
       if (step !== null) {
-        steps.push({ step, gap: prng.weighted<number>([[0, 3], [1, 3], [2, 2], [5, 1], [20, 1]]) })
+        steps.push({
+          step,
+          gap: prng.weighted<number>([
+            [0, 3],
+            [1, 3],
+            [2, 2],
+            [5, 1],
+            [20, 1]
+          ])
+        })
         break
       }
     }
@@ -339,6 +363,8 @@ export const generate = (seed: number, options: GenerateOptions = {}): Schedule 
 
 export const describeStep = (step: Step): string => {
   const { _tag, ...rest } = step
-  const fields = Object.entries(rest).map(([k, v]) => `${k}=${typeof v === "object" ? JSON.stringify(v) : String(v)}`)
+  const fields = Object.entries(rest).map(
+    ([k, v]) => `${k}=${typeof v === "object" ? JSON.stringify(v) : String(v)}`
+  )
   return fields.length === 0 ? _tag : `${_tag}(${fields.join(" ")})`
 }

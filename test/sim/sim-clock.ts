@@ -42,7 +42,6 @@ export const makeSimClock = (start = SIM_EPOCH): SimClock => {
     let last = -1
     for (let i = 0; i < 5_000 && quiet < 8; i++) {
       yield* Effect.yieldNow()
-      ;(globalThis as any).PH[2]++
       if (activity === last) quiet++
       else {
         quiet = 0

@@ -15,8 +15,9 @@
  */
 import { Context, Effect, Exit, Layer, Scope } from "effect"
 import { Coordinator, type CoordinatorService, type NaturalMessage } from "../../src/delivery/coordinator.ts"
+import * as SyncOnEligible from "../../src/app/sync-on-eligible.ts"
 import * as CoordinatorLive from "../../src/delivery/coordinator-live.ts"
-import { FALLBACK_DELIVERY } from "../../src/delivery/fallback-message.ts"
+import { DEFERRED_TURN_TYPE, FALLBACK_DELIVERY } from "../../src/delivery/fallback-message.ts"
 import { decide } from "../../src/domain/event-policy.ts"
 import { intentRequest } from "../../src/domain/intent-request.ts"
 import type { Provenance, RunRef, SourceEvent } from "../../src/domain/source-event.ts"
@@ -26,7 +27,12 @@ import * as Interruptions from "../../src/interruption/interruptions.ts"
 import type { PublishResult } from "../../src/interruption/source-events.ts"
 import { SourceEvents, type SourceEventsService } from "../../src/interruption/source-events.ts"
 import { makeFake, type PiSessionFakeControl } from "../../src/session/pi-session-fake.ts"
-import { type CustomMessage, PiSession, type PiSessionService } from "../../src/session/pi-session.ts"
+import {
+  type CustomMessage,
+  type DeliveryOptions,
+  PiSession,
+  type PiSessionService
+} from "../../src/session/pi-session.ts"
 import type { SqlClient } from "@effect/sql"
 import type { Database } from "../../src/store/database.ts"
 import * as TurnIntentStoreSqlite from "../../src/store/turn-intent-store-sqlite.ts"
@@ -105,10 +111,17 @@ const toFault = (fault: SimFault): Fault =>
 /** One database connection per runner slot (opened once per batch, see runner.ts). */
 export type Connection = Context.Context<Database | SqlClient.SqlClient>
 
+/**
+ * Deliberate bugs, to prove the invariants can fail: send every resolving message twice; let
+ * the core see no shutdown or hold; report fallback sends as done without delivering them.
+ */
+export type Mutation = "doubleSend" | "ignoreLifecycle" | "dropFallback"
+
 export const makeWorld = (
   schedule: Schedule,
   connections: readonly [Connection, Connection],
-  clock: SimClock
+  clock: SimClock,
+  mutation: Mutation | null = null
 ) =>
   Effect.gen(function* () {
     const { session: fakeSession, control: fake } = yield* makeFake({ sessionId: SESSION })
@@ -120,7 +133,11 @@ export const makeWorld = (
     const publishes: PublishLog[] = []
     const naturals: NaturalLog[] = []
     const quietProblems: string[] = []
-    const runs: RunState[] = schedule.runs.map(() => ({ interruptions: 0, pending: null, lastEligible: null }))
+    const runs: RunState[] = schedule.runs.map(() => ({
+      interruptions: 0,
+      pending: null,
+      lastEligible: null
+    }))
     let currentStep = -1
 
     const point = Effect.suspend(() => {
@@ -128,7 +145,10 @@ export const makeWorld = (
       return Effect.yieldNow()
     })
     const around = <A, E>(call: Effect.Effect<A, E>): Effect.Effect<A, E> =>
-      point.pipe(Effect.zipRight(call), Effect.tap(() => point))
+      point.pipe(
+        Effect.zipRight(call),
+        Effect.tap(() => point)
+      )
 
     /** Every store call is a scheduling point on both sides. */
     const interleaved = (store: TurnIntentStoreService): TurnIntentStoreService => ({
@@ -143,18 +163,17 @@ export const makeWorld = (
     })
 
     /** The session as one process sees it: sends are logged with the lifecycle at that moment. */
-    const sessionOf = (slot: ProcId): PiSessionService => ({
-      ...fakeSession,
-      branch: around(fakeSession.branch),
-      send: (message: CustomMessage, options) =>
+    const sessionOf = (slot: ProcId): PiSessionService => {
+      const deliver = (message: CustomMessage, options: DeliveryOptions) =>
         Effect.gen(function* () {
           // No scheduling point before the send: Pi's sendMessage is synchronous, so nothing can
           // happen between the coordinator's last check and the message reaching the session.
           const lifecycle = yield* fakeSession.lifecycle
           const phase = yield* fake.phase
-          yield* fakeSession.send(message, options)
-          const record = (yield* fake.sent).at(-1)
           const id = message.details.turnIntentId
+          const dropped = mutation === "dropFallback" && message.customType === DEFERRED_TURN_TYPE
+          if (!dropped) yield* fakeSession.send(message, options)
+          const record = (yield* fake.sent).at(-1)
           sends.push({
             proc: slot,
             customType: message.customType,
@@ -163,21 +182,33 @@ export const makeWorld = (
             shuttingDown: lifecycle.shuttingDown,
             userHold: lifecycle.userHold,
             phase,
-            delivered: record?.entryId !== null,
+            delivered: dropped || record?.entryId !== null,
             step: currentStep
           })
           yield* point
-        }),
-      abort: Effect.gen(function* () {
-        const now = clock.now()
-        for (const log of publishes) {
-          if (log.proc === slot && log.abortedAt === null && log.event._tag === "ActiveTurnInterrupted") {
-            log.abortedAt = now
+        })
+      return {
+        ...fakeSession,
+        branch: around(fakeSession.branch),
+        lifecycle:
+          mutation === "ignoreLifecycle"
+            ? Effect.succeed({ shuttingDown: false, userHold: false })
+            : fakeSession.lifecycle,
+        send: (message, options) =>
+          mutation === "doubleSend" && typeof message.details.turnIntentId === "string"
+            ? Effect.zipRight(deliver(message, options), deliver(message, options))
+            : deliver(message, options),
+        abort: Effect.gen(function* () {
+          const now = clock.now()
+          for (const log of publishes) {
+            if (log.proc === slot && log.abortedAt === null && log.event._tag === "ActiveTurnInterrupted") {
+              log.abortedAt = now
+            }
           }
-        }
-        yield* fakeSession.abort
-      })
-    })
+          yield* fakeSession.abort
+        })
+      }
+    }
 
     const startProc = (slot: ProcId) =>
       Effect.gen(function* () {
@@ -211,12 +242,16 @@ export const makeWorld = (
             Layer.provide(Layer.succeed(AbortBookkeeping, bookkeeping))
           )
         ).pipe(Scope.extend(scope))
+        // As in the app (src/app/layers.ts): an eligible event starts a fallback pass at once.
+        const withPass = yield* Layer.build(
+          SyncOnEligible.layer.pipe(Layer.provide(Layer.succeedContext(core)))
+        ).pipe(Scope.extend(scope))
         const proc: Proc = {
           slot,
           generation,
           scope,
           coordinator: Context.get(core, Coordinator),
-          events: Context.get(core, SourceEvents),
+          events: Context.get(withPass, SourceEvents),
           faults: Context.get(stores, StoreFaults),
           store
         }
@@ -268,8 +303,10 @@ export const makeWorld = (
           if (result.intentId !== null || result.warning !== null) {
             quietProblems.push(`step ${currentStep}: ${event._tag} returned an intent or a warning`)
           }
-          if (callsBefore !== callsAfter) quietProblems.push(`step ${currentStep}: ${event._tag} touched the store`)
-          if (sends.length !== sendsBefore) quietProblems.push(`step ${currentStep}: ${event._tag} sent a message`)
+          if (callsBefore !== callsAfter)
+            quietProblems.push(`step ${currentStep}: ${event._tag} touched the store`)
+          if (sends.length !== sendsBefore)
+            quietProblems.push(`step ${currentStep}: ${event._tag} sent a message`)
           return
         }
         const identified = yield* Effect.either(identify(request))
@@ -330,7 +367,11 @@ export const makeWorld = (
           proc.coordinator.deliverNatural(message).pipe(
             Effect.onExit((exit) =>
               Effect.sync(() => {
-                log.outcome = Exit.isSuccess(exit) ? "sent" : Exit.isInterrupted(exit) ? "interrupted" : "failed"
+                log.outcome = Exit.isSuccess(exit)
+                  ? "sent"
+                  : Exit.isInterrupted(exit)
+                    ? "interrupted"
+                    : "failed"
               })
             )
           )
@@ -351,7 +392,10 @@ export const makeWorld = (
             const state = runs[step.run]
             if (proc === null || state === undefined) return
             if ((yield* fake.phase) === "idle") yield* fake.startTurn
-            const provenance = { ...provenanceOf(step.run, state.interruptions, step.cause), cause: step.cause }
+            const provenance = {
+              ...provenanceOf(step.run, state.interruptions, step.cause),
+              cause: step.cause
+            }
             state.interruptions++
             state.pending = provenance
             return yield* publish(proc, {
@@ -413,7 +457,11 @@ export const makeWorld = (
             const proc = liveProc(step.proc)
             const state = runs[step.run]
             if (proc === null || state === undefined) return
-            const event: SourceEvent = { _tag: "LaunchFailed", run: runRef(step.run), reason: "queue row failed" }
+            const event: SourceEvent = {
+              _tag: "LaunchFailed",
+              run: runRef(step.run),
+              reason: "queue row failed"
+            }
             state.lastEligible = event
             return yield* publish(proc, event)
           }
@@ -441,7 +489,8 @@ export const makeWorld = (
             return yield* fake.failNextSends(step.count)
           case "StoreFault": {
             const proc = procs[step.proc]
-            if (proc !== null) yield* proc.faults.inject(step.operation, toFault(step.fault), { times: step.times })
+            if (proc !== null)
+              yield* proc.faults.inject(step.operation, toFault(step.fault), { times: step.times })
             return
           }
           case "ClearFaults": {
