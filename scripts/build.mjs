@@ -25,10 +25,14 @@ const shared = {
 
 const host = ["better-sqlite3", "@earendil-works/*", "typebox", "typebox/*"]
 
+// The extension is split: the entry (tool schema, command, renderer) is small, and the session
+// application it imports on first use is its own chunk, so Pi's start-up does not evaluate Effect.
 await build({
   ...shared,
   entryPoints: { extension: "src/extension/index.ts" },
   outdir: "dist",
+  splitting: true,
+  chunkNames: "chunks/[name]-[hash]",
   external: ["better-sqlite3", "@earendil-works/pi-coding-agent", "@earendil-works/pi-tui"]
 })
 await build({

@@ -8,7 +8,9 @@ import type { TurnIntent } from "../domain/turn-intent.ts"
 import { LAUNCH_NODE } from "../domain/turn-intent.ts"
 import type { CustomMessage, DeliveryOptions } from "../session/pi-session.ts"
 
-export const DEFERRED_TURN_TYPE = "pi-workflows-deferred-turn"
+import { DEFERRED_TURN_TYPE } from "../domain/message-types.ts"
+
+export { DEFERRED_TURN_TYPE }
 export const DEFERRED_TURN_MESSAGE_SCHEMA = "pi-workflows.deferred-turn-message.v1"
 
 /** A fallback starts exactly one turn after the current one, never inside it. */

@@ -4,19 +4,45 @@
  * from the message details. Expanded: the complete model-facing content. Missing or malformed
  * details give a generic card, never an exception.
  */
-import { Schema } from "effect"
 import { sanitizeBlock, sanitizeLine } from "./sanitize.ts"
 
-/** Only the display fields; everything optional so a partial or older message still renders. */
-const CardDetails = Schema.Struct({
-  runId: Schema.optional(Schema.String),
-  cause: Schema.optional(Schema.String),
-  workflowName: Schema.optional(Schema.String),
-  observedState: Schema.optional(Schema.String),
-  restartCount: Schema.optional(Schema.Number),
-  restartLimit: Schema.optional(Schema.Number)
-})
-const decodeDetails = Schema.decodeUnknownOption(CardDetails)
+export { DEFERRED_TURN_TYPE } from "../domain/message-types.ts"
+
+/** The display fields, each optional so a partial or older message still renders. */
+interface CardDetails {
+  readonly runId?: string
+  readonly cause?: string
+  readonly workflowName?: string
+  readonly observedState?: string
+  readonly restartCount?: number
+  readonly restartLimit?: number
+}
+
+const STRING_FIELDS = ["runId", "cause", "workflowName", "observedState"] as const
+const NUMBER_FIELDS = ["restartCount", "restartLimit"] as const
+
+/**
+ * Read the display fields without trusting the stored shape: null when details are not an
+ * object or a display field has the wrong type. Plain checks keep this module free of Effect,
+ * so the extension entry can register the renderer without loading the application.
+ */
+const readDetails = (value: unknown): CardDetails | null => {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return null
+  const out: { -readonly [K in keyof CardDetails]: CardDetails[K] } = {}
+  for (const key of STRING_FIELDS) {
+    const field: unknown = Reflect.get(value, key)
+    if (field === undefined) continue
+    if (typeof field !== "string") return null
+    out[key] = field
+  }
+  for (const key of NUMBER_FIELDS) {
+    const field: unknown = Reflect.get(value, key)
+    if (field === undefined) continue
+    if (typeof field !== "number") return null
+    out[key] = field
+  }
+  return out
+}
 
 export type CardTone = "accent" | "muted" | "warning" | "text"
 export interface CardLine {
@@ -42,8 +68,8 @@ export const cardLines = (
   message: { content: unknown; details?: unknown },
   expanded: boolean
 ): CardLine[] => {
-  const details = decodeDetails(message.details ?? {})
-  const fields = details._tag === "Some" ? details.value : {}
+  const details = readDetails(message.details ?? {})
+  const fields = details ?? {}
   const workflow = sanitizeLine(fields.workflowName ?? "workflow", 60) || "workflow"
   const state = sanitizeLine(fields.observedState ?? fields.cause ?? "interrupted", 40) || "interrupted"
   const lines: CardLine[] = [{ tone: "accent", text: `⏵ Workflow turn · ${workflow} · ${state}` }]
@@ -57,7 +83,7 @@ export const cardLines = (
     meta.push(`restarts ${fields.restartCount}${limit}`)
   }
   if (meta.length > 0) lines.push({ tone: "muted", text: meta.join(" · ") })
-  if (details._tag === "None") lines.push({ tone: "warning", text: "(details unavailable)" })
+  if (details === null) lines.push({ tone: "warning", text: "(details unavailable)" })
   if (expanded) {
     for (const line of sanitizeBlock(contentText(message.content)).split("\n")) {
       lines.push({ tone: "text", text: line })

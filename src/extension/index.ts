@@ -1,96 +1,26 @@
 /**
- * The Pi extension entry (what `pi.extensions` names). It translates Pi's events and contexts
- * into the service graph of `src/app/layers.ts` and runs it on one Effect runtime, built at
- * `session_start` and disposed (closing the database) at `session_shutdown`. Every decision
- * lives in `src/app/`; this file only forwards.
+ * The Pi extension entry (what `pi.extensions` names). It registers the `workflow` tool, the
+ * `/workflow` command, the deferred-turn card and the event handlers, and forwards each to the
+ * session application (`session-app.ts`), which it imports on first use: Effect, the stores and
+ * the engine load after Pi is ready, not during its start-up. The session start work (fallback
+ * sync, run recovery) runs in the background for the same reason; every later event waits for
+ * it, since the application opens once and every handler goes through it.
  */
-import { mkdirSync } from "node:fs"
-import { dirname } from "node:path"
-import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
-import { Cause, Either, Exit, Layer, ManagedRuntime } from "effect"
-import { parseCommand } from "./command-args.ts"
-import { resolveDbPath } from "./db-path.ts"
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent"
 import { registerDeferredTurnRenderer } from "./renderer.ts"
-import { makePiBridge } from "./pi-session-live.ts"
-import { decodeToolInput, toolParameters } from "./tool-input.ts"
-import { loadWorkflowFiles } from "./workflow-files.ts"
-import { builtinWorkflows } from "../builtins/index.ts"
-import { runCommand } from "../app/command-actions.ts"
-import { type AppServices, layerApp } from "../app/layers.ts"
-import type { Reply } from "../app/replies.ts"
-import { afterSettle, classifySettle, onSessionStart, onShutdown } from "../app/session-hooks.ts"
-import { runTool } from "../app/tool-actions.ts"
-import { collectWorkflows } from "../app/workflows.ts"
-import type { PiSession } from "../session/pi-session.ts"
-
-/** Short lock waits keep the abort path bounded even when another process holds the database. */
-const BUSY_TIMEOUT_MS = 1_000
-
-type App = ManagedRuntime.ManagedRuntime<AppServices | PiSession, unknown>
+import type { SessionApp } from "./session-app.ts"
+import { toolParameters } from "./tool-parameters.ts"
 
 const TOOL_DESCRIPTION =
   "Run and control multi-step workflows. Actions: list (available workflows), start {workflow, input?} " +
   "(queued; it starts after this turn ends and its steps arrive as new messages), status {runId?}, " +
   "cancel {runId?}, submit {requestId, output} (answer a workflow step message)."
 
-const toolResult = (reply: Reply) => ({
-  content: [{ type: "text" as const, text: reply.text }],
-  details: reply.details,
-  isError: reply.isError
-})
-
 export default function piWorkflowTurns(pi: ExtensionAPI): void {
-  const bridge = makePiBridge(pi)
-  let app: App | undefined
-  let opening: Promise<App> | undefined
-  let held = false
-
-  const notify = (ctx: ExtensionContext, text: string, level: "info" | "warning" | "error") => {
-    if (ctx.hasUI) ctx.ui.notify(text, level)
-    else process.stderr.write(`[pi-workflow-turns] ${level}: ${text}\n`)
-  }
-
-  /** Build the runtime once per session: discover workflows, open the database, run the layer. */
-  const open = (ctx: ExtensionContext): Promise<App> => {
-    if (app !== undefined) return Promise.resolve(app)
-    opening ??= (async () => {
-      const set = collectWorkflows(builtinWorkflows, await loadWorkflowFiles(ctx.cwd))
-      for (const error of set.errors) notify(ctx, `workflow load error: ${error}`, "error")
-      const filename = resolveDbPath(ctx.cwd, process.env)
-      mkdirSync(dirname(filename), { recursive: true })
-      const layer = layerApp({
-        database: { filename, busyTimeoutMs: BUSY_TIMEOUT_MS },
-        workflows: set.entries
-      }).pipe(Layer.provideMerge(bridge.layer))
-      const runtime: App = ManagedRuntime.make(layer)
-      const built = await runtime.runPromiseExit(runtime.runtimeEffect)
-      if (Exit.isFailure(built)) {
-        await runtime.dispose()
-        throw new Error(Cause.pretty(built.cause))
-      }
-      app = runtime
-      return runtime
-    })().finally(() => {
-      opening = undefined
-    })
-    return opening
-  }
-
-  /** Run a program on the session's runtime; report (never throw) when it cannot start. */
-  const withApp = async (ctx: ExtensionContext, use: (app: App) => Promise<void>) => {
-    bridge.setContext(ctx)
-    let runtime: App
-    try {
-      runtime = await open(ctx)
-    } catch (error) {
-      notify(
-        ctx,
-        `pi-workflow-turns could not start: ${error instanceof Error ? error.message : String(error)}`,
-        "error"
-      )
-      return
-    }
-    await use(runtime)
+  let loading: Promise<SessionApp> | undefined
+  const app = (): Promise<SessionApp> => {
+    loading ??= import("./session-app.ts").then((module) => module.createSessionApp(pi))
+    return loading
   }
 
   registerDeferredTurnRenderer(pi)
@@ -105,74 +35,27 @@ export default function piWorkflowTurns(pi: ExtensionAPI): void {
       "After workflow start, end the turn: the workflow's steps arrive as new messages."
     ],
     parameters: toolParameters,
-    async execute(_toolCallId, params, _signal, _onUpdate, ctx) {
-      const input = decodeToolInput(params)
-      if (Either.isLeft(input)) return toolResult({ text: input.left, isError: true, details: {} })
-      let reply: Reply = {
-        text: "pi-workflow-turns is not available in this session",
-        isError: true,
-        details: {}
-      }
-      await withApp(ctx, async (runtime) => {
-        reply = await runtime.runPromise(runTool(input.right))
-      })
-      return toolResult(reply)
-    }
+    execute: async (_toolCallId, params, _signal, _onUpdate, ctx) => (await app()).tool(params, ctx)
   })
 
   pi.registerCommand("workflow", {
     description: "Workflows: list | start <name> [json] | status [runId] | cancel [runId] | pause | resume",
-    handler: async (args, ctx) => {
-      const input = parseCommand(args)
-      if (Either.isLeft(input)) {
-        notify(ctx, input.left, "warning")
-        return
-      }
-      await withApp(ctx, async (runtime) => {
-        const reply = await runtime.runPromise(runCommand(input.right))
-        notify(ctx, reply.text, reply.isError ? "error" : "info")
-        if (reply.releaseHold) {
-          held = false
-          bridge.setUserHold(false)
-        }
-        if (reply.activate && ctx.isIdle()) await runtime.runPromise(afterSettle(held))
-      })
-    }
+    handler: async (args, ctx) => (await app()).command(args, ctx)
   })
 
-  pi.on("session_start", async (_event, ctx) => {
-    bridge.setShuttingDown(false)
-    await withApp(ctx, (runtime) => runtime.runPromise(onSessionStart))
-  })
-
-  pi.on("agent_start", (_event, ctx) => {
-    bridge.setContext(ctx)
-  })
-
-  pi.on("agent_end", (_event, ctx) => {
-    bridge.setContext(ctx)
-  })
-
-  pi.on("agent_settled", async (event, ctx) => {
-    await withApp(ctx, async (runtime) => {
-      const outcome = await runtime.runPromise(classifySettle(event.aborted))
-      if (outcome.userHold) {
-        held = true
-        bridge.setUserHold(true)
-      }
-      // Release what waited for this turn to end only after the hold decision is in place.
-      bridge.settled()
-      await runtime.runPromise(afterSettle(held))
+  pi.on("session_start", (_event, ctx) => {
+    const started = app().then((session) => session.sessionStart(ctx))
+    started.catch((error: unknown) => {
+      const text = `pi-workflow-turns could not start: ${error instanceof Error ? error.message : String(error)}`
+      if (ctx.hasUI) ctx.ui.notify(text, "error")
+      else process.stderr.write(`[pi-workflow-turns] error: ${text}\n`)
     })
   })
 
+  pi.on("agent_start", async (_event, ctx) => (await app()).observe(ctx))
+  pi.on("agent_end", async (_event, ctx) => (await app()).observe(ctx))
+  pi.on("agent_settled", async (event, ctx) => (await app()).settled(event.aborted, ctx))
   pi.on("session_shutdown", async (_event, ctx) => {
-    bridge.setContext(ctx)
-    bridge.setShuttingDown(true)
-    const runtime = app ?? (opening === undefined ? undefined : await opening.catch(() => undefined))
-    app = undefined
-    if (runtime === undefined) return
-    await runtime.runPromise(onShutdown).catch(() => undefined)
-    await runtime.dispose()
+    if (loading !== undefined) await (await loading).shutdown(ctx)
   })
 }

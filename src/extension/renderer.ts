@@ -1,8 +1,7 @@
 /** Registers the deferred-turn card with Pi's TUI (no effect in RPC/print modes). */
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent"
 import { Box, Text } from "@earendil-works/pi-tui"
-import { DEFERRED_TURN_TYPE } from "../delivery/fallback-message.ts"
-import { type CardTone, cardLines } from "./deferred-turn-card.ts"
+import { type CardTone, cardLines, DEFERRED_TURN_TYPE } from "./deferred-turn-card.ts"
 
 export const registerDeferredTurnRenderer = (pi: ExtensionAPI): void => {
   pi.registerMessageRenderer(DEFERRED_TURN_TYPE, (message, { expanded, outputPad }, theme) => {

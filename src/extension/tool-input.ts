@@ -1,26 +1,11 @@
 /**
- * The `workflow` tool's input: one object with an `action` field. The typebox schema is what Pi
- * shows the model; `decodeToolInput` is the authoritative check (typebox validation in Pi is
- * best-effort), returning a clear message for anything malformed.
+ * The `workflow` tool's input: one object with an `action` field. The typebox schema
+ * (`tool-parameters.ts`) is what Pi shows the model; `decodeToolInput` is the authoritative
+ * check (typebox validation in Pi is best-effort), returning a clear message for anything
+ * malformed.
  */
-import { StringEnum } from "@earendil-works/pi-ai"
 import { Either, ParseResult, Schema } from "effect"
-import { Type } from "typebox"
-
-export const TOOL_ACTIONS = ["list", "start", "status", "cancel", "submit"] as const
-
-export const toolParameters = Type.Object({
-  action: StringEnum(TOOL_ACTIONS, { description: "What to do" }),
-  workflow: Type.Optional(Type.String({ description: "start: the workflow name (see action list)" })),
-  input: Type.Optional(Type.Unknown({ description: "start: the workflow input (JSON)" })),
-  runId: Type.Optional(
-    Type.String({ description: "status/cancel: the run (defaults to this session's active run)" })
-  ),
-  requestId: Type.Optional(
-    Type.String({ description: "submit: the requestId from the workflow step message" })
-  ),
-  output: Type.Optional(Type.Unknown({ description: "submit: the step's output (JSON)" }))
-})
+import { TOOL_ACTIONS } from "./tool-parameters.ts"
 
 const Id = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must be a non-empty string" }),

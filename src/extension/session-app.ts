@@ -1,0 +1,169 @@
+/**
+ * The session application behind the extension entry: loaded on first use (the entry imports
+ * it lazily, so Pi starts without evaluating Effect and SQLite). It translates Pi's events and
+ * contexts into the service graph of `src/app/layers.ts` and runs it on one Effect runtime,
+ * built on first use and disposed (closing the database) at `session_shutdown`. Every decision
+ * lives in `src/app/`; this file only forwards.
+ */
+import { mkdirSync } from "node:fs"
+import { dirname } from "node:path"
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
+import { Cause, Either, Exit, Layer, ManagedRuntime } from "effect"
+import { runCommand } from "../app/command-actions.ts"
+import { type AppServices, layerApp } from "../app/layers.ts"
+import type { Reply } from "../app/replies.ts"
+import { afterSettle, classifySettle, onSessionStart, onShutdown } from "../app/session-hooks.ts"
+import { runTool } from "../app/tool-actions.ts"
+import { collectWorkflows } from "../app/workflows.ts"
+import { builtinWorkflows } from "../builtins/index.ts"
+import type { PiSession } from "../session/pi-session.ts"
+import { parseCommand } from "./command-args.ts"
+import { resolveDbPath } from "./db-path.ts"
+import { makePiBridge } from "./pi-session-live.ts"
+import { decodeToolInput } from "./tool-input.ts"
+import { loadWorkflowFiles } from "./workflow-files.ts"
+
+/** Short lock waits keep the abort path bounded even when another process holds the database. */
+const BUSY_TIMEOUT_MS = 1_000
+
+type App = ManagedRuntime.ManagedRuntime<AppServices | PiSession, unknown>
+
+export interface ToolResult {
+  readonly content: Array<{ type: "text"; text: string }>
+  readonly details: Readonly<Record<string, unknown>>
+  readonly isError: boolean
+}
+
+const toolResult = (reply: Reply): ToolResult => ({
+  content: [{ type: "text", text: reply.text }],
+  details: reply.details,
+  isError: reply.isError
+})
+
+/** What the entry forwards Pi's registrations and events to. */
+export interface SessionApp {
+  readonly tool: (params: unknown, ctx: ExtensionContext) => Promise<ToolResult>
+  readonly command: (args: string, ctx: ExtensionContext) => Promise<void>
+  readonly sessionStart: (ctx: ExtensionContext) => Promise<void>
+  readonly observe: (ctx: ExtensionContext) => void
+  readonly settled: (aborted: boolean, ctx: ExtensionContext) => Promise<void>
+  readonly shutdown: (ctx: ExtensionContext) => Promise<void>
+}
+
+export const createSessionApp = (pi: ExtensionAPI): SessionApp => {
+  const bridge = makePiBridge(pi)
+  let app: App | undefined
+  let opening: Promise<App> | undefined
+  let held = false
+
+  const notify = (ctx: ExtensionContext, text: string, level: "info" | "warning" | "error") => {
+    if (ctx.hasUI) ctx.ui.notify(text, level)
+    else process.stderr.write(`[pi-workflow-turns] ${level}: ${text}\n`)
+  }
+
+  /** Build the runtime once per session: discover workflows, open the database, run the layer. */
+  const open = (ctx: ExtensionContext): Promise<App> => {
+    if (app !== undefined) return Promise.resolve(app)
+    opening ??= (async () => {
+      const set = collectWorkflows(builtinWorkflows, await loadWorkflowFiles(ctx.cwd))
+      for (const error of set.errors) notify(ctx, `workflow load error: ${error}`, "error")
+      const filename = resolveDbPath(ctx.cwd, process.env)
+      mkdirSync(dirname(filename), { recursive: true })
+      const layer = layerApp({
+        database: { filename, busyTimeoutMs: BUSY_TIMEOUT_MS },
+        workflows: set.entries
+      }).pipe(Layer.provideMerge(bridge.layer))
+      const runtime: App = ManagedRuntime.make(layer)
+      const built = await runtime.runPromiseExit(runtime.runtimeEffect)
+      if (Exit.isFailure(built)) {
+        await runtime.dispose()
+        throw new Error(Cause.pretty(built.cause))
+      }
+      app = runtime
+      return runtime
+    })().finally(() => {
+      opening = undefined
+    })
+    return opening
+  }
+
+  /** Run a program on the session's runtime; report (never throw) when it cannot start. */
+  const withApp = async (ctx: ExtensionContext, use: (app: App) => Promise<void>) => {
+    bridge.setContext(ctx)
+    let runtime: App
+    try {
+      runtime = await open(ctx)
+    } catch (error) {
+      notify(
+        ctx,
+        `pi-workflow-turns could not start: ${error instanceof Error ? error.message : String(error)}`,
+        "error"
+      )
+      return
+    }
+    await use(runtime)
+  }
+
+  return {
+    tool: async (params, ctx) => {
+      const input = decodeToolInput(params)
+      if (Either.isLeft(input)) return toolResult({ text: input.left, isError: true, details: {} })
+      let reply: Reply = {
+        text: "pi-workflow-turns is not available in this session",
+        isError: true,
+        details: {}
+      }
+      await withApp(ctx, async (runtime) => {
+        reply = await runtime.runPromise(runTool(input.right))
+      })
+      return toolResult(reply)
+    },
+
+    command: async (args, ctx) => {
+      const input = parseCommand(args)
+      if (Either.isLeft(input)) {
+        notify(ctx, input.left, "warning")
+        return
+      }
+      await withApp(ctx, async (runtime) => {
+        const reply = await runtime.runPromise(runCommand(input.right))
+        notify(ctx, reply.text, reply.isError ? "error" : "info")
+        if (reply.releaseHold) {
+          held = false
+          bridge.setUserHold(false)
+        }
+        if (reply.activate && ctx.isIdle()) await runtime.runPromise(afterSettle(held))
+      })
+    },
+
+    sessionStart: async (ctx) => {
+      bridge.setShuttingDown(false)
+      await withApp(ctx, (runtime) => runtime.runPromise(onSessionStart))
+    },
+
+    observe: (ctx) => bridge.setContext(ctx),
+
+    settled: async (aborted, ctx) => {
+      await withApp(ctx, async (runtime) => {
+        const outcome = await runtime.runPromise(classifySettle(aborted))
+        if (outcome.userHold) {
+          held = true
+          bridge.setUserHold(true)
+        }
+        // Release what waited for this turn to end only after the hold decision is in place.
+        bridge.settled()
+        await runtime.runPromise(afterSettle(held))
+      })
+    },
+
+    shutdown: async (ctx) => {
+      bridge.setContext(ctx)
+      bridge.setShuttingDown(true)
+      const runtime = app ?? (opening === undefined ? undefined : await opening.catch(() => undefined))
+      app = undefined
+      if (runtime === undefined) return
+      await runtime.runPromise(onShutdown).catch(() => undefined)
+      await runtime.dispose()
+    }
+  }
+}
