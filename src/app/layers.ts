@@ -10,6 +10,7 @@
 import type { SqlClient } from "@effect/sql"
 import { Layer } from "effect"
 import { type CoreOptions, layerCore } from "../delivery/core-layer.ts"
+import * as CrashPoints from "../delivery/crash-points.ts"
 import type { Coordinator } from "../delivery/coordinator.ts"
 import type { EngineConfig } from "../engine/engine.ts"
 import type { Engine } from "../engine/engine.ts"
@@ -55,7 +56,8 @@ export const layerStores = (options: DatabaseOptions) =>
 export const layerApp = (
   config: AppConfig
 ): Layer.Layer<AppServices, OpenError | DefinitionError, PiSession> => {
-  const stores = layerStores(config.database)
+  // Test-only: PI_WORKFLOW_TURNS_CRASH_AT kills the process at a delivery step (docs/reliability.md).
+  const stores = Layer.merge(layerStores(config.database), CrashPoints.layerFromEnv)
   const core = layerCore(config.core).pipe(Layer.provideMerge(stores))
   // The engine publishes through a SourceEvents that also starts a fallback pass after an
   // eligible event (see sync-on-eligible.ts); `core` is one layer value, so it is built once.

@@ -10,6 +10,7 @@ import { Effect, Either } from "effect"
 import type { InvalidInput, StoreFailure } from "../domain/errors.ts"
 import type { TurnIntent } from "../domain/turn-intent.ts"
 import { findResolvingMessage } from "./branch-repair.ts"
+import { reach } from "./crash-points.ts"
 import type { SyncReport, SyncTrigger } from "./coordinator.ts"
 import { type DeliveryEnv, hasNaturalInFlight, releaseClaim, resolveIntent } from "./delivery-env.ts"
 import { FALLBACK_DELIVERY, fallbackMessage } from "./fallback-message.ts"
@@ -44,6 +45,7 @@ export const syncPass =
         token,
         leaseMs: env.leaseMs
       })
+      if (claimed[0] !== undefined) yield* reach("afterClaim", claimed[0].intentId)
       const branch = yield* env.session.branch
       const delivered: string[] = []
       const repaired: string[] = []
@@ -82,7 +84,9 @@ export const syncPass =
           })
           continue
         }
+        yield* reach("afterSend", intent.intentId)
         const resolved = yield* resolveIntent(env, intent, token, "fallback")
+        yield* reach("afterResolve", intent.intentId)
         if (Either.isLeft(resolved)) {
           // The message is in the branch: the next pass (same token) repairs the resolution.
           yield* Effect.logWarning("fallback sent but its resolution was not stored", {

@@ -20,6 +20,7 @@ import type { TurnIntent } from "../domain/turn-intent.ts"
 import { describeError } from "../interruption/describe-failure.ts"
 import type { SendFailed } from "../session/pi-session.ts"
 import { findResolvingMessage, isSameMessage, withTurnIntent } from "./branch-repair.ts"
+import { reach } from "./crash-points.ts"
 import type { NaturalMessage, NaturalReceipt } from "./coordinator.ts"
 import { type DeliveryEnv, releaseClaim, resolveIntent } from "./delivery-env.ts"
 
@@ -67,7 +68,9 @@ const throughIntent = (
       yield* releaseClaim(env, intent, token)
       return yield* Effect.fail(sent.left)
     }
+    yield* reach("afterSend", intent.intentId)
     const resolved = yield* resolveIntent(env, intent, token, natural.kind)
+    yield* reach("afterResolve", intent.intentId)
     const note = Either.isLeft(resolved)
       ? `sent; resolution not stored (${describeError(resolved.left)}), branch repair will record it`
       : null
@@ -127,6 +130,7 @@ const deliver = (
         continue
       }
       const intent = claimed.right.value
+      yield* reach("afterClaim", intent.intentId)
       if (repaired.has(intent.intentId)) {
         // Its repair could not be stored; do not loop on it, deliver the message itself.
         yield* releaseClaim(env, intent, token)

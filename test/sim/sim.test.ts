@@ -50,7 +50,8 @@ describe("deterministic simulation", () => {
   const caught: ReadonlyArray<readonly [Mutation, string]> = [
     ["doubleSend", "at most one message per intent"],
     ["ignoreLifecycle", "nothing delivered during"],
-    ["dropFallback", "a resolution is backed by a message"]
+    ["dropFallback", "eligible intents are delivered"],
+    ["blindBranch", "at most one message per intent"]
   ]
   it.each(caught)("a world with the bug %s is caught (%s)", async (mutation, invariant) => {
     const batch = await runBatch(1, 40, dir, { mutation })

@@ -13,7 +13,7 @@
  * The world records what the invariants need: every send with the lifecycle at that moment,
  * every publish and its outcome, every abort and when it happened.
  */
-import { Context, Effect, Exit, Layer, Scope } from "effect"
+import { Context, Effect, Exit, Fiber, Layer, Scope } from "effect"
 import { Coordinator, type CoordinatorService, type NaturalMessage } from "../../src/delivery/coordinator.ts"
 import * as SyncOnEligible from "../../src/app/sync-on-eligible.ts"
 import * as CoordinatorLive from "../../src/delivery/coordinator-live.ts"
@@ -31,7 +31,8 @@ import {
   type CustomMessage,
   type DeliveryOptions,
   PiSession,
-  type PiSessionService
+  type PiSessionService,
+  SendFailed
 } from "../../src/session/pi-session.ts"
 import type { SqlClient } from "@effect/sql"
 import type { Database } from "../../src/store/database.ts"
@@ -113,9 +114,10 @@ export type Connection = Context.Context<Database | SqlClient.SqlClient>
 
 /**
  * Deliberate bugs, to prove the invariants can fail: send every resolving message twice; let
- * the core see no shutdown or hold; report fallback sends as done without delivering them.
+ * the core see no shutdown or hold; report fallback sends as done without delivering them;
+ * hide the branch from the core (no branch repair, no check after a send).
  */
-export type Mutation = "doubleSend" | "ignoreLifecycle" | "dropFallback"
+export type Mutation = "doubleSend" | "ignoreLifecycle" | "dropFallback" | "blindBranch"
 
 export const makeWorld = (
   schedule: Schedule,
@@ -124,6 +126,7 @@ export const makeWorld = (
   mutation: Mutation | null = null
 ) =>
   Effect.gen(function* () {
+    const worldScope = yield* Effect.scope
     const { session: fakeSession, control: fake } = yield* makeFake({ sessionId: SESSION })
     // One Pi session: whichever runner aborted its turn, every runner must see the abort in flight.
     const bookkeeping = yield* makeBookkeeping
@@ -162,34 +165,75 @@ export const makeWorld = (
       list: (query) => around(store.list(query))
     })
 
+    /**
+     * Pi defers a message sent while its `agent_settled` handlers run until they have all
+     * returned; a crash before that loses the message. Sends in that window wait here, tagged
+     * with the process that sent them.
+     */
+    interface Pending {
+      readonly slot: ProcId
+      readonly generation: number
+      readonly message: CustomMessage
+      readonly options: DeliveryOptions
+      readonly lifecycle: { readonly shuttingDown: boolean; readonly userHold: boolean }
+      /** The session's phase when the sender decided (what its checks saw). */
+      readonly phase: string
+      readonly step: number
+    }
+    /** Messages the coordinator sent that died with their process before Pi wrote them. */
+    const lostWithProcess: Array<{ readonly turnIntentId: string | null; readonly content: string }> = []
+    let emitting = 0
+    let userTurnDeferred = false
+    let deferred: Pending[] = []
+    let failuresLeft = 0
+
+    /** The message reaches the session (or, under `dropFallback`, is silently dropped). */
+    const write = (entry: Pending) =>
+      Effect.gen(function* () {
+        const { message, phase } = entry
+        const dropped = mutation === "dropFallback" && message.customType === DEFERRED_TURN_TYPE
+        if (!dropped) yield* Effect.ignore(fakeSession.send(message, entry.options))
+        const record = (yield* fake.sent).at(-1)
+        const id = message.details.turnIntentId
+        sends.push({
+          proc: entry.slot,
+          customType: message.customType,
+          content: message.content,
+          turnIntentId: typeof id === "string" ? id : null,
+          shuttingDown: entry.lifecycle.shuttingDown,
+          userHold: entry.lifecycle.userHold,
+          phase,
+          delivered: dropped || record?.entryId !== null,
+          step: entry.step
+        })
+      })
+
     /** The session as one process sees it: sends are logged with the lifecycle at that moment. */
-    const sessionOf = (slot: ProcId): PiSessionService => {
+    const sessionOf = (slot: ProcId, generation: number): PiSessionService => {
       const deliver = (message: CustomMessage, options: DeliveryOptions) =>
         Effect.gen(function* () {
           // No scheduling point before the send: Pi's sendMessage is synchronous, so nothing can
           // happen between the coordinator's last check and the message reaching the session.
-          const lifecycle = yield* fakeSession.lifecycle
-          const phase = yield* fake.phase
-          const id = message.details.turnIntentId
-          const dropped = mutation === "dropFallback" && message.customType === DEFERRED_TURN_TYPE
-          if (!dropped) yield* fakeSession.send(message, options)
-          const record = (yield* fake.sent).at(-1)
-          sends.push({
-            proc: slot,
-            customType: message.customType,
-            content: message.content,
-            turnIntentId: typeof id === "string" ? id : null,
-            shuttingDown: lifecycle.shuttingDown,
-            userHold: lifecycle.userHold,
-            phase,
-            delivered: dropped || record?.entryId !== null,
+          if (failuresLeft > 0) {
+            failuresLeft--
+            return yield* new SendFailed({ message: "scripted send failure" })
+          }
+          const entry: Pending = {
+            slot,
+            generation,
+            message,
+            options,
+            lifecycle: yield* fakeSession.lifecycle,
+            phase: yield* fake.phase,
             step: currentStep
-          })
+          }
+          if (emitting > 0) deferred.push(entry)
+          else yield* write(entry)
           yield* point
         })
       return {
         ...fakeSession,
-        branch: around(fakeSession.branch),
+        branch: mutation === "blindBranch" ? around(Effect.succeed([])) : around(fakeSession.branch),
         lifecycle:
           mutation === "ignoreLifecycle"
             ? Effect.succeed({ shuttingDown: false, userHold: false })
@@ -238,7 +282,7 @@ export const makeWorld = (
             })
           ).pipe(
             Layer.provide(Layer.succeed(TurnIntentStore, store)),
-            Layer.provide(Layer.succeed(PiSession, sessionOf(slot))),
+            Layer.provide(Layer.succeed(PiSession, sessionOf(slot, generation))),
             Layer.provide(Layer.succeed(AbortBookkeeping, bookkeeping))
           )
         ).pipe(Scope.extend(scope))
@@ -271,6 +315,16 @@ export const makeWorld = (
           log.proc === slot && log.generation === proc.generation
         for (const log of naturals) if (mine(log) && log.outcome === "pending") log.outcome = "interrupted"
         for (const log of publishes) if (mine(log) && log.result === null) log.interrupted = true
+        // Messages Pi had not written yet die with the process.
+        for (const entry of deferred) {
+          if (!mine({ proc: entry.slot, generation: entry.generation })) continue
+          const id = entry.message.details.turnIntentId
+          lostWithProcess.push({
+            turnIntentId: typeof id === "string" ? id : null,
+            content: entry.message.content
+          })
+        }
+        deferred = deferred.filter((entry) => !mine({ proc: entry.slot, generation: entry.generation }))
       })
 
     const fork = <A, E>(proc: Proc, effect: Effect.Effect<A, E>) =>
@@ -378,10 +432,33 @@ export const makeWorld = (
         )
       })
 
+    /** `agent_settled`: waiters wake, every process's handler runs; Pi writes deferred sends after. */
     const settle = Effect.gen(function* () {
+      // Pi emits agent_settled only after a turn, and no turn starts while handlers run.
+      if (emitting > 0) return
       yield* fake.settle()
       yield* point
-      for (const proc of procs) if (proc !== null) yield* fork(proc, proc.coordinator.onSettled)
+      emitting++
+      const handlers: Array<Fiber.RuntimeFiber<void>> = []
+      for (const proc of procs) {
+        if (proc !== null)
+          handlers.push(yield* Effect.forkIn(Effect.ignore(proc.coordinator.onSettled), proc.scope))
+      }
+      yield* Effect.forkIn(
+        Effect.gen(function* () {
+          for (const handler of handlers) yield* Fiber.await(handler)
+          emitting--
+          if (emitting > 0) return
+          const writing = deferred
+          deferred = []
+          for (const entry of writing) yield* write(entry)
+          if (userTurnDeferred) {
+            userTurnDeferred = false
+            yield* fake.startTurn
+          }
+        }),
+        worldScope
+      )
     })
 
     const execute = (step: Step): Effect.Effect<void> =>
@@ -391,7 +468,8 @@ export const makeWorld = (
             const proc = liveProc(step.proc)
             const state = runs[step.run]
             if (proc === null || state === undefined) return
-            if ((yield* fake.phase) === "idle") yield* fake.startTurn
+            // While settle handlers run no turn can start (Pi defers it), so none can be stopped.
+            if ((yield* fake.phase) === "idle" && emitting === 0) yield* fake.startTurn
             const provenance = {
               ...provenanceOf(step.run, state.interruptions, step.cause),
               cause: step.cause
@@ -477,7 +555,10 @@ export const makeWorld = (
             return yield* publish(proc, event)
           }
           case "UserTurn":
-            return yield* fake.startTurn
+            // A prompt that arrives while settle handlers run starts its turn after them.
+            if (emitting > 0) userTurnDeferred = true
+            else yield* fake.startTurn
+            return
           case "Settle":
             return yield* settle
           case "Periodic": {
@@ -486,7 +567,8 @@ export const makeWorld = (
             return
           }
           case "SendFailures":
-            return yield* fake.failNextSends(step.count)
+            failuresLeft += step.count
+            return
           case "StoreFault": {
             const proc = procs[step.proc]
             if (proc !== null)
@@ -537,11 +619,17 @@ export const makeWorld = (
       publishes,
       naturals,
       quietProblems,
+      lostWithProcess,
       procs,
       startProc,
       execute,
       settle,
       restartAll,
+      /** Pi is still inside settle handlers, or has messages it has not written yet. */
+      writesPending: () => emitting > 0 || deferred.length > 0,
+      clearSendFailures: () => {
+        failuresLeft = 0
+      },
       /** Steps that are Pi or engine events; they happen when the runners' fibers are blocked. */
       isEvent: (step: Step) =>
         !(
