@@ -1,6 +1,7 @@
 /**
- * Test helpers for users of this package and for our own tests: the scriptable fake Pi session
- * and a turn-intent store on a temporary SQLite file. Nothing here is used at runtime.
+ * Test helpers for users of this package and for our own tests: the scriptable fake Pi session,
+ * a turn-intent store on a temporary SQLite file, and fault injection for the store
+ * (`StoreFaults`: SQLITE_BUSY, read-only, thrown errors, hangs). Nothing here is used at runtime.
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -21,6 +22,8 @@ export {
   type SentRecord,
   type TurnPhase
 } from "./session/pi-session-fake.ts"
+
+export * as StoreFaults from "./testing/store-faults.ts"
 
 /** A scoped temporary directory, removed with everything in it when the scope closes. */
 export const tempDirectory = (prefix = "pi-workflow-turns-") =>

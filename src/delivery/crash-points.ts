@@ -21,7 +21,10 @@ export interface CrashPointsService {
   readonly reached: (point: CrashPoint, intentId: string) => Effect.Effect<void>
 }
 
-export class CrashPoints extends Context.Tag("pi-workflow-turns/CrashPoints")<CrashPoints, CrashPointsService>() {}
+export class CrashPoints extends Context.Tag("pi-workflow-turns/CrashPoints")<
+  CrashPoints,
+  CrashPointsService
+>() {}
 
 export const noop: CrashPointsService = { reached: () => Effect.void }
 

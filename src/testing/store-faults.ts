@@ -12,7 +12,7 @@
  * Nothing here is used at runtime.
  */
 import { SqlClient } from "@effect/sql"
-import { SqliteClient } from "@effect/sql-sqlite-node"
+import Sqlite from "better-sqlite3"
 import { Context, Duration, Effect, Layer, Ref, type Scope } from "effect"
 import { StoreFailure } from "../domain/errors.ts"
 import type { DatabaseOptions, OpenError } from "../store/database.ts"
@@ -172,16 +172,25 @@ export const layerSqlite = (
  * of other connections waits its busy timeout and then fails with `SQLITE_BUSY`.
  */
 export const holdWriteLock = (filename: string): Effect.Effect<void, StoreFailure, Scope.Scope> =>
-  Effect.gen(function* () {
-    const context = yield* Layer.build(SqliteClient.layer({ filename }))
-    const sql = Context.get(context, SqlClient.SqlClient)
-    yield* Effect.acquireRelease(sql.unsafe("BEGIN IMMEDIATE"), () =>
-      sql.unsafe("ROLLBACK").pipe(Effect.ignore)
-    )
-  }).pipe(
-    Effect.catchAllCause((cause) =>
-      Effect.fail(new StoreFailure({ operation: "holdWriteLock", message: String(cause) }))
-    )
+  Effect.acquireRelease(
+    Effect.try({
+      try: () => {
+        const db = new Sqlite(filename)
+        try {
+          db.exec("BEGIN IMMEDIATE")
+        } catch (cause) {
+          db.close()
+          throw cause
+        }
+        return db
+      },
+      catch: (cause) => new StoreFailure({ operation: "holdWriteLock", message: String(cause), cause })
+    }),
+    (db) =>
+      Effect.sync(() => {
+        db.exec("ROLLBACK")
+        db.close()
+      })
   )
 
 /**

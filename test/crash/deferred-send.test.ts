@@ -2,8 +2,9 @@
  * Pi defers a message sent from an `agent_settled` handler until every handler has returned
  * (`sendMessage` returns at once, the entry is written later), and fallbacks are sent from
  * exactly there. A crash in between must not leave the intent resolved without its message:
- * found by the real-Pi crash trial at `afterResolve` (test/crash/pi-crash.test.ts). These tests
- * pin it on the fake session, with a session that defers sends the same way.
+ * found by the real-Pi crash trial at `afterResolve` (test/crash/pi-crash.test.ts) and by the
+ * simulation (seed 1092). These tests pin it on the fake session, with a session that defers
+ * sends the same way.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Ref, Scope, TestClock } from "effect"
@@ -57,7 +58,9 @@ const carrying = (fake: Context.Tag.Service<PiSessionFake>, intentId: string | n
   )
 
 describe("a fallback sent from agent_settled, before Pi writes it", () => {
-  it.scoped("a crash right after the send: the restarted process delivers it, exactly once", () =>
+  // KNOWN GAP (docs/reliability.md): expected to fail until resolution waits for the message to
+  // reach the branch. The fix must make it pass; then drop `.fails`.
+  it.scoped.fails("a crash right after the send: the restarted process delivers it, exactly once", () =>
     Effect.gen(function* () {
       const filename = yield* tempDbPath
       const session = yield* Layer.build(layerFake({ sessionId: "session-1" }))

@@ -47,14 +47,27 @@ describe("deterministic simulation", () => {
     }
   })
 
+  // KNOWN GAP (docs/reliability.md): a crash after the resolution is stored and before Pi has
+  // written the message. When it is closed, this seed stops reporting it: make the sim strict.
+  it("seed 1092 still shows the known gap, and nothing else", async () => {
+    const database = await openSimDatabase(dir)
+    try {
+      const result = await runSchedule(generate(1092), database)
+      expect(result.violations).toEqual([])
+      expect(result.knownGaps.map((v) => v.invariant)).toEqual(["a resolution is backed by a message"])
+    } finally {
+      await database.close()
+    }
+  })
+
   const caught: ReadonlyArray<readonly [Mutation, string]> = [
     ["doubleSend", "at most one message per intent"],
     ["ignoreLifecycle", "nothing delivered during"],
-    ["dropFallback", "eligible intents are delivered"],
-    ["blindBranch", "at most one message per intent"]
+    ["dropFallback", "a resolution is backed by a message"],
+    ["forgetAborts", "natural messages are not lost"]
   ]
   it.each(caught)("a world with the bug %s is caught (%s)", async (mutation, invariant) => {
-    const batch = await runBatch(1, 40, dir, { mutation })
+    const batch = await runBatch(1, 25, dir, { mutation })
     const found = batch.failures.flatMap((f) => f.violations).map((v) => v.invariant)
     expect(found.some((name) => name.startsWith(invariant))).toBe(true)
   })

@@ -115,9 +115,9 @@ export type Connection = Context.Context<Database | SqlClient.SqlClient>
 /**
  * Deliberate bugs, to prove the invariants can fail: send every resolving message twice; let
  * the core see no shutdown or hold; report fallback sends as done without delivering them;
- * hide the branch from the core (no branch repair, no check after a send).
+ * let the core forget the system aborts in flight.
  */
-export type Mutation = "doubleSend" | "ignoreLifecycle" | "dropFallback" | "blindBranch"
+export type Mutation = "doubleSend" | "ignoreLifecycle" | "dropFallback" | "forgetAborts"
 
 export const makeWorld = (
   schedule: Schedule,
@@ -233,7 +233,7 @@ export const makeWorld = (
         })
       return {
         ...fakeSession,
-        branch: mutation === "blindBranch" ? around(Effect.succeed([])) : around(fakeSession.branch),
+        branch: around(fakeSession.branch),
         lifecycle:
           mutation === "ignoreLifecycle"
             ? Effect.succeed({ shuttingDown: false, userHold: false })
@@ -283,7 +283,12 @@ export const makeWorld = (
           ).pipe(
             Layer.provide(Layer.succeed(TurnIntentStore, store)),
             Layer.provide(Layer.succeed(PiSession, sessionOf(slot, generation))),
-            Layer.provide(Layer.succeed(AbortBookkeeping, bookkeeping))
+            Layer.provide(
+              Layer.succeed(
+                AbortBookkeeping,
+                mutation === "forgetAborts" ? { ...bookkeeping, inFlight: Effect.succeed([]) } : bookkeeping
+              )
+            )
           )
         ).pipe(Scope.extend(scope))
         // As in the app (src/app/layers.ts): an eligible event starts a fallback pass at once.
