@@ -5,6 +5,7 @@
  */
 import { randomUUID } from "node:crypto"
 import { Duration, Effect, Layer, Ref } from "effect"
+import type { Resolution } from "../domain/turn-intent.ts"
 import { AbortBookkeeping } from "../interruption/abort-bookkeeping.ts"
 import { PiSession } from "../session/pi-session.ts"
 import { TurnIntentStore } from "../store/turn-intent-store.ts"
@@ -40,7 +41,8 @@ export const make = (options: CoordinatorOptions = {}) =>
       claimRetryMs: options.claimRetryMs ?? 500,
       resolveAttempts: options.resolveAttempts ?? 4,
       naturalInFlight: yield* Ref.make<ReadonlyMap<string, number>>(new Map()),
-      nextNatural: yield* Ref.make(1)
+      nextNatural: yield* Ref.make(1),
+      sentUnresolved: yield* Ref.make<ReadonlyMap<string, Resolution>>(new Map())
     }
     const serial = yield* Effect.makeSemaphore(1)
     const pass = syncPass(env)

@@ -19,6 +19,12 @@ export interface DeliveryEnv {
   /** Runs with a natural delivery in progress, with how many. */
   readonly naturalInFlight: Ref.Ref<ReadonlyMap<string, number>>
   readonly nextNatural: Ref.Ref<number>
+  /**
+   * Intents whose message this coordinator sent but whose resolution the store did not take,
+   * with the path that sent it. Pi may not show the message in the branch yet, so branch repair
+   * alone could miss it: these are resolved again, never sent again.
+   */
+  readonly sentUnresolved: Ref.Ref<ReadonlyMap<string, Resolution>>
 }
 
 type ResolveError = ClaimNotHeld | IntentNotFound | InvalidInput | StoreFailure
@@ -48,6 +54,29 @@ export const resolveIntent = (
       }),
       Effect.either
     )
+
+/**
+ * Store the resolution of a message just sent, remembering it when the store refuses, so a later
+ * pass of this coordinator resolves it instead of sending a second copy.
+ */
+export const resolveSent = (
+  env: DeliveryEnv,
+  intent: TurnIntent,
+  token: string,
+  resolution: Resolution
+): Effect.Effect<Either.Either<TurnIntent, ResolveError>> =>
+  Effect.tap(resolveIntent(env, intent, token, resolution), (resolved) =>
+    Ref.update(env.sentUnresolved, (owed) => {
+      const next = new Map(owed)
+      if (resolved._tag === "Right") next.delete(intent.intentId)
+      else next.set(intent.intentId, resolution)
+      return next
+    })
+  )
+
+/** The path that already sent this intent's message, if this coordinator did and could not record it. */
+export const alreadySent = (env: DeliveryEnv, intentId: string): Effect.Effect<Resolution | undefined> =>
+  Effect.map(Ref.get(env.sentUnresolved), (owed) => owed.get(intentId))
 
 /** Give a claim back; a failure only means the lease expires on its own. */
 export const releaseClaim = (env: DeliveryEnv, intent: TurnIntent, token: string): Effect.Effect<void> =>

@@ -12,7 +12,14 @@ import type { TurnIntent } from "../domain/turn-intent.ts"
 import { findResolvingMessage } from "./branch-repair.ts"
 import { reach } from "./crash-points.ts"
 import type { SyncReport, SyncTrigger } from "./coordinator.ts"
-import { type DeliveryEnv, hasNaturalInFlight, releaseClaim, resolveIntent } from "./delivery-env.ts"
+import {
+  alreadySent,
+  type DeliveryEnv,
+  hasNaturalInFlight,
+  releaseClaim,
+  resolveIntent,
+  resolveSent
+} from "./delivery-env.ts"
 import { FALLBACK_DELIVERY, fallbackMessage } from "./fallback-message.ts"
 
 /** How many eligible intents one pass claims (the rest are released right away). */
@@ -53,6 +60,14 @@ export const syncPass =
       let skip: string | null = null
       const letGo = (intent: TurnIntent) => releaseClaim(env, intent, token)
       for (const intent of claimed) {
+        const sentBefore = yield* alreadySent(env, intent.intentId)
+        if (sentBefore !== undefined) {
+          // Sent by this coordinator, resolution not stored yet: record it, never send again. On
+          // failure the claim is kept, so no other claimant sends a copy while the lease lives.
+          const resolved = yield* resolveSent(env, intent, token, sentBefore)
+          if (Either.isRight(resolved)) repaired.push(intent.intentId)
+          continue
+        }
         const match = findResolvingMessage(branch, intent.intentId)
         if (match !== null) {
           const resolved = yield* resolveIntent(env, intent, token, match.resolution)
@@ -85,7 +100,7 @@ export const syncPass =
           continue
         }
         yield* reach("afterSend", intent.intentId)
-        const resolved = yield* resolveIntent(env, intent, token, "fallback")
+        const resolved = yield* resolveSent(env, intent, token, "fallback")
         yield* reach("afterResolve", intent.intentId)
         if (Either.isLeft(resolved)) {
           // The message is in the branch: the next pass (same token) repairs the resolution.

@@ -22,7 +22,7 @@ import type { SendFailed } from "../session/pi-session.ts"
 import { findResolvingMessage, isSameMessage, withTurnIntent } from "./branch-repair.ts"
 import { reach } from "./crash-points.ts"
 import type { NaturalMessage, NaturalReceipt } from "./coordinator.ts"
-import { type DeliveryEnv, releaseClaim, resolveIntent } from "./delivery-env.ts"
+import { alreadySent, type DeliveryEnv, releaseClaim, resolveIntent, resolveSent } from "./delivery-env.ts"
 
 type Step = { readonly _tag: "Done"; readonly receipt: NaturalReceipt } | { readonly _tag: "Repaired" }
 
@@ -47,6 +47,13 @@ const throughIntent = (
   token: string
 ): Effect.Effect<Step, SendFailed> =>
   Effect.gen(function* () {
+    const sentBefore = yield* alreadySent(env, intent.intentId)
+    if (sentBefore !== undefined) {
+      // This coordinator already sent the intent's message: record it (keeping the claim if the
+      // store still refuses, so no one sends a copy), then deliver this message on its own.
+      yield* resolveSent(env, intent, token, sentBefore)
+      return { _tag: "Repaired" }
+    }
     const match = findResolvingMessage(yield* env.session.branch, intent.intentId)
     if (match !== null) {
       const resolved = yield* resolveIntent(env, intent, token, match.resolution)
@@ -69,7 +76,7 @@ const throughIntent = (
       return yield* Effect.fail(sent.left)
     }
     yield* reach("afterSend", intent.intentId)
-    const resolved = yield* resolveIntent(env, intent, token, natural.kind)
+    const resolved = yield* resolveSent(env, intent, token, natural.kind)
     yield* reach("afterResolve", intent.intentId)
     const note = Either.isLeft(resolved)
       ? `sent; resolution not stored (${describeError(resolved.left)}), branch repair will record it`

@@ -47,6 +47,20 @@ describe("deterministic simulation", () => {
     }
   })
 
+  // A fallback was sent, its resolution refused by the store, and a later pass of the same
+  // coordinator sent it again before Pi showed it in the branch. Fixed: the coordinator keeps
+  // what it sent and resolves it on the next pass instead of sending a copy.
+  it("seed 14474: a sent but unrecorded fallback is never sent twice by its own coordinator", async () => {
+    const database = await openSimDatabase(dir)
+    try {
+      const result = await runSchedule(generate(14474), database)
+      expect(result.violations).toEqual([])
+      expect(result.knownGaps).toEqual([])
+    } finally {
+      database.close()
+    }
+  })
+
   // KNOWN GAP (docs/reliability.md): a crash after the resolution is stored and before Pi has
   // written the message. When it is closed, this seed stops reporting it: make the sim strict.
   it("seed 1092 still shows the known gap, and nothing else", async () => {
