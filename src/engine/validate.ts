@@ -66,11 +66,14 @@ const NODE_KEYS = {
   compute: new Set(["type", "run", "timeoutMs", "description"])
 }
 
+// Plain fields (no parameter properties) keep this module loadable with Node's type stripping.
 class Problem {
-  constructor(
-    readonly node: string | null,
-    readonly problem: string
-  ) {}
+  readonly node: string | null
+  readonly problem: string
+  constructor(node: string | null, problem: string) {
+    this.node = node
+    this.problem = problem
+  }
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
