@@ -31,7 +31,8 @@ import {
   type TurnIntentStoreService
 } from "./turn-intent-store.ts"
 
-const SQL = {
+/** Every statement the store prepares (exported so `npm run bench` times the very same texts). */
+export const SQL = {
   insert: `INSERT INTO workflow_turn_intents (intent_id, source_event_id, run_id, workflow_ref,
       target_session_id, cause, node_id, attempt_id, fallback_facts_json, requested_at, eligible_at)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -85,7 +86,7 @@ const SQL = {
 } as const
 
 /** `list` filters: one SQL text per combination, in the order the clauses appear. */
-const listSql = (session: boolean, run: boolean, state: "pending" | "resolved" | "all"): string => {
+export const listSql = (session: boolean, run: boolean, state: "pending" | "resolved" | "all"): string => {
   const where = [
     ...(session ? ["target_session_id = ?"] : []),
     ...(run ? ["run_id = ?"] : []),
