@@ -16,6 +16,7 @@ import { layerStores } from "../../src/app/layers.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { collect, spawnNode } from "../support/node-child.ts"
+import { startBarrier } from "../support/race-kit.ts"
 import { sampleFacts, sampleIntent } from "../support/fixtures.ts"
 import { queryRows, rawDb } from "../support/store.ts"
 import { tempDbPath } from "../support/temp-db.ts"
@@ -81,25 +82,6 @@ const seed = (dbPath: string) =>
         )
       }
     })
-  )
-
-const startBarrier = (children: ReadonlyArray<{ readonly child: ReturnType<typeof spawnNode> }>) =>
-  Promise.all(
-    children.map(
-      ({ child }) =>
-        new Promise<void>((resolve, reject) => {
-          let seen = ""
-          const onData = (chunk: Buffer) => {
-            seen += chunk.toString("utf8")
-            if (seen.includes('"type":"ready"')) {
-              child.stdout.off("data", onData)
-              resolve()
-            }
-          }
-          child.stdout.on("data", onData)
-          child.once("exit", (code) => reject(new Error(`worker exited early with ${code}`)))
-        })
-    )
   )
 
 describe("cross-process race over runs and intents", () => {

@@ -12,22 +12,9 @@ import type { TurnIntent } from "../../src/domain/turn-intent.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { layerSqlite } from "../../src/store/turn-intent-store-sqlite.ts"
 import { decodeConfig, type WorkerConfig, type WorkerReport } from "./race-protocol.ts"
+import { pick, reportLine, waitForGo } from "../support/race-kit.ts"
 
-const report = (line: WorkerReport) => Effect.sync(() => process.stdout.write(`${JSON.stringify(line)}\n`))
-
-const waitForGo = Effect.async<void>((resume) => {
-  process.stdin.once("data", () => {
-    process.stdin.pause()
-    resume(Effect.void)
-  })
-})
-
-const pick = <A>(items: ReadonlyArray<A>) =>
-  Effect.map(Random.nextIntBetween(0, items.length), (index) => {
-    const item = items[index]
-    if (item === undefined) throw new Error("pick from an empty list")
-    return item
-  })
+const report = (line: WorkerReport) => reportLine(line)
 
 const compete = (config: WorkerConfig) =>
   Effect.gen(function* () {

@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { collect, spawnNode } from "../support/node-child.ts"
+import { startBarrier } from "../support/race-kit.ts"
 import { sampleFacts, sampleIntent } from "../support/fixtures.ts"
 import { openStoreAt, queryRows, rawDb } from "../support/store.ts"
 import { tempDbPath } from "../support/temp-db.ts"
@@ -80,25 +81,7 @@ describe("cross-process race", () => {
             })
           )
           // Start barrier: every process has opened the database before anyone claims.
-          yield* Effect.promise(() =>
-            Promise.all(
-              children.map(
-                ({ child }) =>
-                  new Promise<void>((resolve, reject) => {
-                    let seen = ""
-                    const onData = (chunk: Buffer) => {
-                      seen += chunk.toString("utf8")
-                      if (seen.includes('"type":"ready"')) {
-                        child.stdout.off("data", onData)
-                        resolve()
-                      }
-                    }
-                    child.stdout.on("data", onData)
-                    child.once("exit", (code) => reject(new Error(`worker exited early with ${code}`)))
-                  })
-              )
-            )
-          )
+          yield* Effect.promise(() => startBarrier(children))
           const started = performance.now()
           for (const { child } of children) child.stdin.end("go\n")
           const results = yield* Effect.promise(() => Promise.all(children.map((c) => c.result)))
