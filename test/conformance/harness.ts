@@ -3,8 +3,7 @@
  * wrapped with scripted faults), the fake Pi session and the core layer, built in the test's
  * scope. Several harnesses can share one database file (two processes, two coordinators).
  */
-import { Context, Effect, Layer, Ref } from "effect"
-import { StoreFailure } from "../../src/domain/errors.ts"
+import { Context, Effect, Layer } from "effect"
 import type { Provenance, RunRef, SourceEvent, TerminalState } from "../../src/domain/source-event.ts"
 import { Coordinator } from "../../src/delivery/coordinator.ts"
 import type { CoordinatorOptions } from "../../src/delivery/coordinator-live.ts"
@@ -14,43 +13,30 @@ import type { InterruptionsOptions } from "../../src/interruption/interruptions.
 import { SourceEvents } from "../../src/interruption/source-events.ts"
 import { type FakeOptions, layerFake, PiSessionFake } from "../../src/session/pi-session-fake.ts"
 import { PiSession } from "../../src/session/pi-session.ts"
-import { TurnIntentStore, type TurnIntentStoreService } from "../../src/store/turn-intent-store.ts"
+import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { layerSqlite } from "../../src/store/turn-intent-store-sqlite.ts"
+import * as StoreFaults from "../../src/testing/store-faults.ts"
+import type { StoreFaultsControl, StoreOperation } from "../../src/testing/store-faults.ts"
 import { tempDbPath } from "../support/temp-db.ts"
 
 /** `fail`: every call fails; `hang`: every call never answers; a number: fail that many calls. */
 export type Fault = "fail" | "hang" | number
-export type StoreOperation = keyof TurnIntentStoreService
 export type Faults = Partial<Record<StoreOperation, Fault>>
 
-const faulty = (store: TurnIntentStoreService, faults: Ref.Ref<Faults>): TurnIntentStoreService => {
-  const guard =
-    (operation: StoreOperation) =>
-    <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StoreFailure, R> =>
-      Effect.flatMap(
-        Ref.modify(faults, (f): [Fault | undefined, Faults] => {
-          const fault = f[operation]
-          if (typeof fault === "number") return [fault > 0 ? 1 : undefined, { ...f, [operation]: fault - 1 }]
-          return [fault, f]
-        }),
-        (fault): Effect.Effect<A, E | StoreFailure, R> => {
-          if (fault === undefined) return effect
-          if (fault === "hang") return Effect.never
-          return Effect.fail(new StoreFailure({ operation, message: "scripted store failure" }))
-        }
-      )
-  return {
-    ensure: (input) => guard("ensure")(store.ensure(input)),
-    get: (id) => guard("get")(store.get(id)),
-    claimForRun: (input) => guard("claimForRun")(store.claimForRun(input)),
-    claimEligibleForSession: (input) =>
-      guard("claimEligibleForSession")(store.claimEligibleForSession(input)),
-    makeEligible: (input) => guard("makeEligible")(store.makeEligible(input)),
-    resolve: (input) => guard("resolve")(store.resolve(input)),
-    release: (input) => guard("release")(store.release(input)),
-    list: (query) => guard("list")(store.list(query))
-  }
-}
+/** Script the shared fault wrapper (src/testing/store-faults.ts) from the harness's short form. */
+const applyFaults = (control: StoreFaultsControl, next: Faults) =>
+  Effect.zipRight(
+    control.clear(),
+    Effect.forEach(Object.entries(next) as ReadonlyArray<[StoreOperation, Fault]>, ([operation, fault]) =>
+      fault === "hang"
+        ? control.inject(operation, { _tag: "Hang" })
+        : fault === "fail"
+          ? control.inject(operation, { _tag: "Busy" })
+          : fault > 0
+            ? control.inject(operation, { _tag: "Busy" }, { times: fault })
+            : Effect.void
+    )
+  )
 
 export interface HarnessOptions {
   /** Share an existing database file (another process); default a fresh temp file. */
@@ -66,8 +52,7 @@ export const makeHarness = (options: HarnessOptions = {}) =>
   Effect.gen(function* () {
     const path = options.path ?? (yield* tempDbPath)
     const storeContext = yield* Layer.build(layerSqlite({ filename: path }))
-    const faults = yield* Ref.make<Faults>({})
-    const store = faulty(Context.get(storeContext, TurnIntentStore), faults)
+    const { store, control: faults } = yield* StoreFaults.make(Context.get(storeContext, TurnIntentStore))
     const sessionContext =
       options.sessionOf?.sessionContext ??
       (yield* Layer.build(layerFake({ sessionId: "session-1", ...options.session })))
@@ -87,7 +72,7 @@ export const makeHarness = (options: HarnessOptions = {}) =>
       sessionContext,
       /** The real store (no faults): assertions read through it. */
       store: Context.get(storeContext, TurnIntentStore),
-      setFaults: (next: Faults) => Ref.set(faults, next),
+      setFaults: (next: Faults) => applyFaults(faults, next),
       session: Context.get(sessionContext, PiSession),
       fake,
       coordinator,
