@@ -154,15 +154,21 @@ export const generate = (seed: number, options: GenerateOptions = {}): Schedule 
   const liveProcs = (): ProcId[] => ([0, 1] as const).filter((p) => live[p])
   const proc = (): ProcId => prng.pick(liveProcs())
   const runsIn = (status: RunStatus) => model.flatMap((m, i) => (m.status === status ? [i] : []))
+  /** One of `candidates` (a seeded pick) with its model, or null when there is none. */
+  const pickRun = (candidates: ReadonlyArray<number>) => {
+    if (candidates.length === 0) return null
+    const run = prng.pick(candidates)
+    const m = model[run]
+    return m === undefined ? null : { run, m }
+  }
 
   const candidates = (): Array<readonly [() => Step | null, number]> => [
     [
       () => {
         const running = runsIn("running")
-        if (running.length === 0) return null
-        const run = prng.pick(running)
-        const m = model[run]
-        if (m === undefined) return null
+        const picked = pickRun(running)
+        if (picked === null) return null
+        const { run, m } = picked
         const cause = prng.pick<ActiveTurnCause>([
           "agentCancelled",
           "timedOut",
@@ -191,10 +197,9 @@ export const generate = (seed: number, options: GenerateOptions = {}): Schedule 
       () => {
         if (hold || shutdown) return null
         const running = runsIn("running")
-        if (running.length === 0) return null
-        const run = prng.pick(running)
-        const m = model[run]
-        if (m === undefined) return null
+        const picked = pickRun(running)
+        if (picked === null) return null
+        const { run, m } = picked
         m.status = "ended"
         m.pending = null
         m.ended = "other"
@@ -205,10 +210,9 @@ export const generate = (seed: number, options: GenerateOptions = {}): Schedule 
     [
       () => {
         const running = runsIn("running")
-        if (running.length === 0) return null
-        const run = prng.pick(running)
-        const m = model[run]
-        if (m === undefined) return null
+        const picked = pickRun(running)
+        if (picked === null) return null
+        const { run, m } = picked
         m.status = "ended"
         m.ended = "eligible"
         return {
@@ -225,10 +229,9 @@ export const generate = (seed: number, options: GenerateOptions = {}): Schedule 
         const handoffs = model.flatMap((m, i) =>
           m.status === "running" && m.pending?.cause === "claimLost" ? [i] : []
         )
-        if (handoffs.length === 0) return null
-        const run = prng.pick(handoffs)
-        const m = model[run]
-        if (m === undefined) return null
+        const picked = pickRun(handoffs)
+        if (picked === null) return null
+        const { run, m } = picked
         m.status = "ended"
         m.ended = "eligible"
         return { _tag: "Handoff", run, proc: proc() }
@@ -238,10 +241,9 @@ export const generate = (seed: number, options: GenerateOptions = {}): Schedule 
     [
       () => {
         const queued = runsIn("queued")
-        if (queued.length === 0) return null
-        const run = prng.pick(queued)
-        const m = model[run]
-        if (m === undefined) return null
+        const picked = pickRun(queued)
+        if (picked === null) return null
+        const { run, m } = picked
         m.status = "ended"
         m.ended = "eligible"
         return { _tag: "LaunchFailed", run, proc: proc() }
