@@ -1,11 +1,11 @@
 /**
- * The raw floor: the store's statements, imported from src/store/turn-intent-store-sqlite.ts, on
+ * The raw floor: the store's statements, imported from src/store/turn-intent-sql.ts, on
  * a plain better-sqlite3 connection, each prepared once, no checks and no row decoding.
  * `store.ts` verifies that the layer actually sends these texts (and nothing else) per op.
  */
 import Sqlite from "better-sqlite3"
 import { CONTROLLER_SCHEMA, controllerSchemaStatements } from "../src/store/schema.ts"
-import { listSql, SQL as STORE_SQL } from "../src/store/turn-intent-store-sqlite.ts"
+import { listSql, SQL as STORE_SQL } from "../src/store/turn-intent-sql.ts"
 
 /** The store's own texts; the raw floor only drops the layer around them. */
 export const SQL = {

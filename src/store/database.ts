@@ -61,8 +61,11 @@ export class Database extends Context.Tag("pi-workflow-turns/Database")<Database
 
 export type OpenError = StoreFailure | LegacyLaunchNotifications | IncompatibleStore
 
-const storeFailure = (operation: string) => (cause: SqlError.SqlError) =>
-  new StoreFailure({ operation, message: String(cause.cause ?? cause.message), cause })
+/** An SQL (or row decoding) error as the stores report it: the driver's own words when it has them. */
+export const storeFailure =
+  (operation: string) =>
+  (error: { readonly cause?: unknown; readonly message: string }): StoreFailure =>
+    new StoreFailure({ operation, message: String(error.cause ?? error.message), cause: error })
 
 const isRow = (row: unknown): row is object => typeof row === "object" && row !== null
 

@@ -165,3 +165,19 @@ export const toRequest = (row: typeof RequestRow.Type): RequestRecord => ({
   openedAt: row.opened_at,
   endedAt: row.ended_at
 })
+
+/** Statement results, decoded before anyone reads a column. */
+export const decodeRuns = Schema.decodeUnknown(Schema.Array(RunRow))
+export const decodeSteps = Schema.decodeUnknown(Schema.Array(StepRow))
+export const decodeRequests = Schema.decodeUnknown(Schema.Array(RequestRow))
+export const decodeToken = Schema.decodeUnknown(
+  Schema.Array(Schema.Struct({ claim_token: Schema.NullOr(Schema.String) }))
+)
+export const decodeFlags = Schema.decodeUnknown(
+  Schema.Array(
+    Schema.Struct({
+      pause_requested: Schema.Literal(0, 1),
+      cancel_requested: Schema.NullOr(Schema.Literal("agent", "user"))
+    })
+  )
+)

@@ -4,11 +4,20 @@
  * under a claim that is still held or not at all. Lease renewal is a single conditional UPDATE.
  */
 import { SqlClient, type SqlError, type Statement } from "@effect/sql"
-import { Clock, Effect, Layer, Option, type ParseResult, Schema } from "effect"
+import { Clock, Effect, Layer, Option, type ParseResult } from "effect"
 import { StoreFailure } from "../domain/errors.ts"
-import { Database, type DatabaseOptions, type OpenError } from "./database.ts"
+import { Database, type DatabaseOptions, type OpenError, storeFailure } from "./database.ts"
 import { ClaimLost, ClaimRefused, RequestNotOpen, ReservationConflict, RunNotFound } from "./run-errors.ts"
-import { RequestRow, RunRow, StepRow, toRequest, toRun, toStep } from "./run-rows.ts"
+import {
+  decodeFlags,
+  decodeRequests,
+  decodeRuns,
+  decodeSteps,
+  decodeToken,
+  toRequest,
+  toRun,
+  toStep
+} from "./run-rows.ts"
 import { type Fence, isTerminal, RunStore, type RunStoreService } from "./run-store.ts"
 
 type Infra = SqlError.SqlError | ParseResult.ParseError
@@ -26,33 +35,11 @@ const storeErrors =
     Effect.catchIf(
       effect,
       (error): error is Extract<E, Infra> => isInfra(error),
-      (error) =>
-        Effect.fail(
-          new StoreFailure({
-            operation,
-            message: String("cause" in error && error.cause !== undefined ? error.cause : error.message),
-            cause: error
-          })
-        )
+      (error) => Effect.fail(storeFailure(operation)(error))
     ) as Effect.Effect<A, Exclude<E, Infra> | StoreFailure, R>
 
 const iso = (millis: number) => new Date(millis).toISOString()
 const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value))
-
-const decodeRuns = Schema.decodeUnknown(Schema.Array(RunRow))
-const decodeSteps = Schema.decodeUnknown(Schema.Array(StepRow))
-const decodeRequests = Schema.decodeUnknown(Schema.Array(RequestRow))
-const decodeToken = Schema.decodeUnknown(
-  Schema.Array(Schema.Struct({ claim_token: Schema.NullOr(Schema.String) }))
-)
-const decodeFlags = Schema.decodeUnknown(
-  Schema.Array(
-    Schema.Struct({
-      pause_requested: Schema.Literal(0, 1),
-      cancel_requested: Schema.NullOr(Schema.Literal("agent", "user"))
-    })
-  )
-)
 
 export const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient

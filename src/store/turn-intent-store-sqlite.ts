@@ -8,7 +8,7 @@
  * are checked by plain functions inside one `Effect.suspend`, rows are decoded by column checks
  * (turn-intent-rows.ts). Errors and their messages are the same as a step-by-step check gives.
  */
-import { SqlClient, type SqlError } from "@effect/sql"
+import { SqlClient } from "@effect/sql"
 import { Clock, Effect, Layer, Option } from "effect"
 import {
   ClaimNotHeld,
@@ -20,8 +20,15 @@ import {
 import { validateFactsJson } from "../domain/facts.ts"
 import { intentId as deriveIntentId, invalidId } from "../domain/identity.ts"
 import { IMMUTABLE_FIELDS, type TurnIntent } from "../domain/turn-intent.ts"
-import { Database, type DatabaseOptions, type OpenError, type PreparedStatement } from "./database.ts"
+import {
+  Database,
+  type DatabaseOptions,
+  type OpenError,
+  type PreparedStatement,
+  storeFailure
+} from "./database.ts"
 import { CAUSES, RESOLUTIONS, toIntents } from "./turn-intent-rows.ts"
+import { listSql, SQL } from "./turn-intent-sql.ts"
 import {
   type Claim,
   type EnsureIntent,
@@ -30,75 +37,6 @@ import {
   TurnIntentStore,
   type TurnIntentStoreService
 } from "./turn-intent-store.ts"
-
-/** Every statement the store prepares (exported so `npm run bench` times the very same texts). */
-export const SQL = {
-  insert: `INSERT INTO workflow_turn_intents (intent_id, source_event_id, run_id, workflow_ref,
-      target_session_id, cause, node_id, attempt_id, fallback_facts_json, requested_at, eligible_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-    ON CONFLICT (intent_id) DO NOTHING
-    RETURNING *`,
-  select: "SELECT * FROM workflow_turn_intents WHERE intent_id = ?",
-  markEligible: `UPDATE workflow_turn_intents
-    SET eligible_at = coalesce(eligible_at, ?),
-        fallback_facts_json = coalesce(?, fallback_facts_json)
-    WHERE intent_id = ? AND resolved_at IS NULL
-    RETURNING *`,
-  claimForRun: `UPDATE workflow_turn_intents
-    SET delivery_claim_token = ?, delivery_claim_expires_at = ?
-    WHERE intent_id = (
-      SELECT intent_id FROM workflow_turn_intents
-      WHERE run_id = ? AND target_session_id = ?
-        AND resolved_at IS NULL
-        AND (delivery_claim_token IS NULL OR delivery_claim_expires_at <= ?
-          OR delivery_claim_token = ?)
-      ORDER BY requested_at, intent_id LIMIT 1)
-    RETURNING *`,
-  // An UPDATE that matches nothing still takes the file's write lock and commits; most sync
-  // passes find nothing, so they first ask the same partial index, read-only (~3 µs instead of
-  // ~20). Safe without a transaction: an intent that becomes claimable right after the probe is
-  // the next pass's, as if this pass had run a moment earlier; the UPDATE stays conditional.
-  probeEligible: `SELECT 1 FROM workflow_turn_intents
-    WHERE target_session_id = ? AND resolved_at IS NULL AND eligible_at IS NOT NULL
-      AND (delivery_claim_token IS NULL OR delivery_claim_expires_at <= ? OR delivery_claim_token = ?)
-    LIMIT 1`,
-  claimEligible: `UPDATE workflow_turn_intents
-    SET delivery_claim_token = ?, delivery_claim_expires_at = ?
-    WHERE intent_id IN (
-      SELECT intent_id FROM workflow_turn_intents
-      WHERE target_session_id = ?
-        AND resolved_at IS NULL AND eligible_at IS NOT NULL
-        AND (delivery_claim_token IS NULL OR delivery_claim_expires_at <= ?
-          OR delivery_claim_token = ?)
-      ORDER BY eligible_at, intent_id LIMIT ?)
-    RETURNING *`,
-  resolve: `UPDATE workflow_turn_intents
-    SET resolved_at = ?, resolution = ?,
-        resolution_message_id = ?
-    WHERE intent_id = ? AND resolved_at IS NULL
-      AND delivery_claim_token = ? AND delivery_claim_expires_at > ?
-    RETURNING *`,
-  release: `UPDATE workflow_turn_intents
-    SET delivery_claim_token = NULL, delivery_claim_expires_at = NULL
-    WHERE intent_id = ? AND delivery_claim_token = ?
-      AND resolved_at IS NULL
-    RETURNING intent_id`
-} as const
-
-/** `list` filters: one SQL text per combination, in the order the clauses appear. */
-export const listSql = (session: boolean, run: boolean, state: "pending" | "resolved" | "all"): string => {
-  const where = [
-    ...(session ? ["target_session_id = ?"] : []),
-    ...(run ? ["run_id = ?"] : []),
-    ...(state === "pending"
-      ? ["resolved_at IS NULL"]
-      : state === "resolved"
-        ? ["resolved_at IS NOT NULL"]
-        : [])
-  ]
-  return `SELECT * FROM workflow_turn_intents WHERE ${where.length === 0 ? "1=1" : `(${where.join(" AND ")})`}
-    ORDER BY requested_at, intent_id LIMIT ?`
-}
 
 const invalidInteger = (field: string, value: number, min: number, max: number): InvalidInput | undefined =>
   Number.isSafeInteger(value) && value >= min && value <= max
@@ -149,9 +87,6 @@ const ordinal = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 const byEligibility = (a: TurnIntent, b: TurnIntent) =>
   ordinal(a.eligibleAt ?? "", b.eligibleAt ?? "") || ordinal(a.intentId, b.intentId)
 
-const sqlFailure = (operation: string) => (error: SqlError.SqlError) =>
-  new StoreFailure({ operation, message: String(error.cause ?? error.message), cause: error })
-
 export const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const database = yield* Database
@@ -185,7 +120,7 @@ export const make = Effect.gen(function* () {
     prepared: PreparedStatement,
     params: ReadonlyArray<unknown>
   ): Effect.Effect<ReadonlyArray<TurnIntent>, StoreFailure> =>
-    Effect.flatMap(Effect.mapError(prepared.all(params), sqlFailure(operation)), (found) => {
+    Effect.flatMap(Effect.mapError(prepared.all(params), storeFailure(operation)), (found) => {
       const decoded = toIntents(operation, found)
       return decoded instanceof StoreFailure ? Effect.fail(decoded) : Effect.succeed(decoded)
     })
@@ -280,7 +215,7 @@ export const make = Effect.gen(function* () {
       () =>
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
           statement.probeEligible.all([input.targetSessionId, now, input.token]).pipe(
-            Effect.mapError(sqlFailure("claimEligibleForSession")),
+            Effect.mapError(storeFailure("claimEligibleForSession")),
             Effect.flatMap((found) =>
               found.length === 0
                 ? Effect.succeed([])
@@ -364,7 +299,7 @@ export const make = Effect.gen(function* () {
       () =>
         statement.release.all([input.intentId, input.token]).pipe(
           Effect.map((released) => released.length > 0),
-          Effect.mapError(sqlFailure("release"))
+          Effect.mapError(storeFailure("release"))
         )
     )
 
