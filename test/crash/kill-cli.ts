@@ -50,7 +50,7 @@ for (let i = 0; i < trials; i++) {
 }
 const tally: Record<string, Record<string, number>> = {}
 for (const r of results) {
-  const row = (tally[r.scenario] ??= {
+  const row = tally[r.scenario] ?? {
     trials: 0,
     owed: 0,
     ok: 0,
@@ -58,7 +58,8 @@ for (const r of results) {
     duplicate: 0,
     unanswered: 0,
     stuck: 0
-  })
+  }
+  tally[r.scenario] = row
   row.trials = (row.trials ?? 0) + 1
   if (r.owed) row.owed = (row.owed ?? 0) + 1
   row[r.verdict] = (row[r.verdict] ?? 0) + 1
