@@ -1,0 +1,421 @@
+/**
+ * The world one engine schedule runs in: a real SQLite file, one fake Pi session (its branch
+ * survives restarts, like a session file) and two process slots. Each process is the real
+ * application graph (stores, the successor-turn core, the engine with its runner fibers) wired as
+ * `src/app/layers.ts` wires it, with both stores behind a fault gate and every store call a
+ * scheduling point. The schedule drives it only through what Pi drives: the `workflow` tool,
+ * the `/workflow` command and the session hooks. Nothing here publishes a source event itself.
+ *
+ * A crash is a SIGKILL: from that instant the process's store calls and sends do nothing (its
+ * finalizers cannot write), and the messages Pi had not written yet die with it.
+ */
+import { Context, Effect, Exit, Fiber, Layer, Scope } from "effect"
+import { afterSettle, classifySettle, onSessionStart, onShutdown } from "../../src/app/session-hooks.ts"
+import * as SyncOnEligible from "../../src/app/sync-on-eligible.ts"
+import { runCommand } from "../../src/app/command-actions.ts"
+import { runTool } from "../../src/app/tool-actions.ts"
+import * as CoordinatorLive from "../../src/delivery/coordinator-live.ts"
+import * as CrashPoints from "../../src/delivery/crash-points.ts"
+import { StoreFailure } from "../../src/domain/errors.ts"
+import * as EngineLive from "../../src/engine/engine-live.ts"
+import { layerFromDefinitions } from "../../src/engine/registry.ts"
+import { AbortBookkeeping, make as makeBookkeeping } from "../../src/interruption/abort-bookkeeping.ts"
+import * as Interruptions from "../../src/interruption/interruptions.ts"
+import { makeFake } from "../../src/session/pi-session-fake.ts"
+import { type CustomMessage, type DeliveryOptions, PiSession, type PiSessionService } from "../../src/session/pi-session.ts"
+import { Database } from "../../src/store/database.ts"
+import { RunStore } from "../../src/store/run-store.ts"
+import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
+import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
+import * as TurnIntentStoreSqlite from "../../src/store/turn-intent-store-sqlite.ts"
+import type { SimClock } from "../sim/sim-clock.ts"
+import type { FaultKind, Proc, Step } from "./schedule.ts"
+import { WORKFLOWS } from "./workflows.ts"
+
+export const SESSION = "sim-session"
+export const LEASE_MS = 30_000
+export const RUN_LEASE_MS = 30_000
+export const SYNC_INTERVAL_MS = 10_000
+
+export interface SendLog {
+  readonly proc: Proc
+  readonly step: number
+  readonly customType: string
+  readonly turnIntentId: string | null
+  readonly runId: string | null
+  readonly phase: string
+  readonly userHold: boolean
+  readonly shuttingDown: boolean
+  /** Written to the branch (false: lost in an aborting turn or with its process). */
+  written: boolean
+}
+
+/** Deliberate bugs that the invariants must catch (the checker's self-test). */
+export type Mutation = "doubleSend" | "dropFallback"
+
+/** One process's application graph, as `src/app/layers.ts` composes it, over gated stores. */
+const appLayer = (options: {
+  readonly filename: string
+  readonly token: string
+  readonly gate: (operation: string) => Effect.Effect<void, StoreFailure>
+  readonly session: PiSessionService
+  readonly bookkeeping: Context.Tag.Service<AbortBookkeeping>
+}) => {
+  const stores = Layer.merge(TurnIntentStoreSqlite.layer, RunStoreSqlite.layer).pipe(
+    Layer.provideMerge(Database.layer({ filename: options.filename, busyTimeoutMs: 50 }))
+  )
+  const faulty = Layer.effectContext(
+    Effect.gen(function* () {
+      const intents = gated(yield* TurnIntentStore, options.gate)
+      const runs = gated(yield* RunStore, options.gate)
+      return Context.make(TurnIntentStore, intents).pipe(Context.add(RunStore, runs))
+    })
+  ).pipe(Layer.provide(stores))
+  const base = Layer.mergeAll(
+    faulty,
+    CrashPoints.layerNoop,
+    Layer.succeed(PiSession, options.session),
+    Layer.succeed(AbortBookkeeping, options.bookkeeping)
+  )
+  const core = Layer.merge(
+    CoordinatorLive.layer({ token: options.token, leaseMs: LEASE_MS, syncIntervalMs: SYNC_INTERVAL_MS }),
+    Interruptions.layer({})
+  ).pipe(Layer.provideMerge(base))
+  const events = SyncOnEligible.layer.pipe(Layer.provide(core))
+  const app = EngineLive.layer({ leaseMs: RUN_LEASE_MS, renewEveryMs: RUN_LEASE_MS / 3 }).pipe(
+    Layer.provide(events),
+    Layer.provideMerge(Layer.merge(core, layerFromDefinitions(WORKFLOWS)))
+  )
+  return Layer.merge(app, events)
+}
+
+type SimServices = Layer.Layer.Success<ReturnType<typeof appLayer>>
+
+interface Process {
+  readonly slot: Proc
+  readonly generation: number
+  readonly scope: Scope.CloseableScope
+  context: Context.Context<SimServices> | null
+  fault: FaultKind | null
+  dead: boolean
+  /** Sends made while this process's `agent_settled` handlers run: Pi writes them afterwards. */
+  deferred: Array<{ readonly message: CustomMessage; readonly options: DeliveryOptions; readonly log: SendLog }>
+  settling: number
+}
+
+const BUSY = "SqliteError: database is locked (SQLITE_BUSY)"
+const READONLY = "SqliteError: attempt to write a readonly database (SQLITE_READONLY)"
+
+/**
+ * Every method of a store, behind `gate`: a scheduling point, then the process's fault (or its
+ * death), then the call. The store services are plain records of functions and effects.
+ */
+const gated = <S extends object>(service: S, gate: (operation: string) => Effect.Effect<void, StoreFailure>): S => {
+  const out: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(service)) {
+    if (typeof value === "function") {
+      out[key] = (...args: ReadonlyArray<unknown>) => {
+        const result: unknown = value(...args)
+        return Effect.isEffect(result) ? Effect.zipRight(gate(key), result) : result
+      }
+    } else out[key] = Effect.isEffect(value) ? Effect.zipRight(gate(key), value) : value
+  }
+  // Same keys, each wrapped value with the same signature plus StoreFailure, which every store
+  // operation already declares.
+  return out as S
+}
+
+export const makeWorld = (filename: string, clock: SimClock, mutation: Mutation | null) =>
+  Effect.gen(function* () {
+    const { session: fakeSession, control: fake } = yield* makeFake({ sessionId: SESSION })
+    const bookkeeping = yield* makeBookkeeping
+    const procs: [Process | null, Process | null] = [null, null]
+    const generations: [number, number] = [0, 0]
+    const sends: Array<SendLog> = []
+    const problems: Array<string> = []
+    let step = -1
+    let held = false
+
+    const point = Effect.suspend(() => {
+      clock.touch()
+      return Effect.yieldNow()
+    })
+
+    const gateOf = (proc: () => Process | null) => (operation: string) =>
+      Effect.suspend((): Effect.Effect<void, StoreFailure> => {
+        clock.touch()
+        const p = proc()
+        if (p === null || p.dead) return Effect.die(new Error("the process was killed"))
+        if (p.fault === "throw") return Effect.die(new Error(`injected throw in ${operation}`))
+        if (p.fault !== null) {
+          return Effect.fail(new StoreFailure({ operation, message: p.fault === "busy" ? BUSY : READONLY }))
+        }
+        return Effect.yieldNow()
+      }).pipe(Effect.zipLeft(point))
+
+    const write = (entry: { readonly message: CustomMessage; readonly options: DeliveryOptions; readonly log: SendLog }) =>
+      Effect.gen(function* () {
+        const dropped = mutation === "dropFallback" && entry.message.customType === "pi-workflows-deferred-turn"
+        if (!dropped) yield* Effect.ignore(fakeSession.send(entry.message, entry.options))
+        const record = (yield* fake.sent).at(-1)
+        entry.log.written = !dropped && record?.message === entry.message && record.entryId !== null
+      })
+
+    const sessionOf = (self: () => Process | null): PiSessionService => {
+      const deliver = (message: CustomMessage, options: DeliveryOptions) =>
+        Effect.gen(function* () {
+          const p = self()
+          if (p === null || p.dead) return yield* Effect.die(new Error("the process was killed"))
+          const lifecycle = yield* fakeSession.lifecycle
+          const id = message.details.turnIntentId
+          const runId = message.details.runId
+          const log: SendLog = {
+            proc: p.slot,
+            step,
+            customType: message.customType,
+            turnIntentId: typeof id === "string" ? id : null,
+            runId: typeof runId === "string" ? runId : null,
+            phase: yield* fake.phase,
+            userHold: lifecycle.userHold,
+            shuttingDown: lifecycle.shuttingDown,
+            written: false
+          }
+          sends.push(log)
+          if (p.settling > 0) p.deferred.push({ message, options, log })
+          else yield* write({ message, options, log })
+        }).pipe(Effect.zipLeft(point))
+      return {
+        ...fakeSession,
+        branch: Effect.zipRight(point, fakeSession.branch),
+        send: (message, options) =>
+          mutation === "doubleSend" && typeof message.details.turnIntentId === "string"
+            ? Effect.zipRight(deliver(message, options), deliver(message, options))
+            : deliver(message, options)
+      }
+    }
+
+    const startProc = (slot: Proc) =>
+      Effect.gen(function* () {
+        const generation = ++generations[slot]
+        const scope = yield* Scope.make()
+        const self = () => (procs[slot]?.generation === generation ? procs[slot] : null)
+        const layer = appLayer({
+          filename,
+          token: `p${slot}.${generation}`,
+          gate: gateOf(self),
+          session: sessionOf(self),
+          bookkeeping
+        })
+        const process: Process = {
+          slot,
+          generation,
+          scope,
+          context: null,
+          fault: null,
+          dead: false,
+          deferred: [],
+          settling: 0
+        }
+        procs[slot] = process
+        process.context = yield* Layer.build(layer).pipe(Scope.extend(scope))
+        return process
+      })
+
+    /** Run `program` inside the process (its fibers die with it); wait until it is blocked or done. */
+    const within = <A, E>(proc: Process, program: Effect.Effect<A, E, never>) =>
+      Effect.gen(function* () {
+        const fiber = yield* Effect.forkIn(program, proc.scope)
+        yield* clock.quiesce
+        return fiber
+      })
+
+    const provide = <A, E>(proc: Process, program: Effect.Effect<A, E, SimServices>) =>
+      proc.context === null ? Effect.die(new Error("the process has not started")) : Effect.provide(program, proc.context)
+
+    const live = (): Array<Process> => procs.filter((p): p is Process => p !== null && !p.dead)
+
+    const kill = (slot: Proc) =>
+      Effect.gen(function* () {
+        const proc = procs[slot]
+        if (proc === null || proc.dead) return
+        proc.dead = true
+        for (const entry of proc.deferred) entry.log.written = false
+        proc.deferred = []
+        procs[slot] = null
+        yield* Effect.exit(Scope.close(proc.scope, Exit.void))
+      })
+
+    /** Pi's `agent_settled`, as src/extension/session-app.ts forwards it to every process. */
+    const settle = (aborted: boolean) =>
+      Effect.gen(function* () {
+        const procsNow = live()
+        for (const proc of procsNow) proc.settling++
+        const fibers: Array<Fiber.RuntimeFiber<void, never>> = []
+        for (const proc of procsNow) {
+          const handler = provide(
+            proc,
+            Effect.gen(function* () {
+              const outcome = yield* classifySettle(aborted)
+              if (outcome.userHold) {
+                held = true
+                yield* fake.setUserHold(true)
+              }
+            })
+          )
+          yield* Effect.ignore(Effect.exit(Effect.timeoutOption(handler, "5 seconds")))
+        }
+        yield* fake.settle({ aborted })
+        for (const proc of procsNow) {
+          const after = provide(proc, afterSettle(held)).pipe(
+            Effect.ensuring(
+              Effect.suspend(() => {
+                proc.settling--
+                if (proc.settling > 0 || proc.dead) return Effect.void
+                const pending = proc.deferred
+                proc.deferred = []
+                return Effect.forEach(pending, write, { discard: true })
+              })
+            )
+          )
+          fibers.push(yield* within(proc, after))
+        }
+        return fibers
+      })
+
+    const newestStep = Effect.map(fake.branch, (branch) =>
+      branch.filter((m) => m.customType === "pi-workflows-agent-step").at(-1)
+    )
+
+    const execute = (s: Step, index: number) =>
+      Effect.gen(function* () {
+        step = index
+        const proc = s._tag === "Settle" || s._tag === "Escape" || s._tag === "Advance" || s._tag === "Shutdown"
+          ? null
+          : procs[s.proc]
+        const phase = yield* fake.phase
+        switch (s._tag) {
+          case "ToolStart": {
+            if (proc === null || phase === "aborting") return
+            if (phase === "idle") yield* fake.startTurn
+            yield* within(proc, provide(proc, runTool({ _tag: "start", workflow: s.workflow })))
+            return
+          }
+          case "ModelSubmit": {
+            if (proc === null || phase !== "busy") return
+            const newest = yield* newestStep
+            const details = newest?.details
+            const requestId =
+              typeof details === "object" && details !== null && "requestId" in details ? details.requestId : undefined
+            if (typeof requestId !== "string") return
+            yield* within(proc, provide(proc, runTool({ _tag: "submit", requestId, output: { done: true } })))
+            return
+          }
+          case "ModelCancel": {
+            if (proc === null || phase !== "busy") return
+            yield* within(proc, provide(proc, runTool({ _tag: "cancel" })))
+            return
+          }
+          case "Settle": {
+            if (phase === "idle") return
+            yield* settle(phase === "aborting")
+            return
+          }
+          case "Escape": {
+            if (phase !== "busy") return
+            yield* settle(true)
+            return
+          }
+          case "UserCancel":
+          case "UserResume": {
+            if (proc === null) return
+            const input = s._tag === "UserCancel" ? { _tag: "cancel" as const } : { _tag: "resume" as const }
+            const release = provide(proc, runCommand({ ...input, runId: undefined })).pipe(
+              Effect.tap((reply) =>
+                reply.releaseHold
+                  ? Effect.zipRight(
+                      Effect.sync(() => {
+                        held = false
+                      }),
+                      fake.setUserHold(false)
+                    )
+                  : Effect.void
+              ),
+              Effect.asVoid
+            )
+            yield* within(proc, release)
+            return
+          }
+          case "UserStart": {
+            if (proc === null) return
+            const started = provide(proc, runCommand({ _tag: "start", workflow: s.workflow, input: null })).pipe(
+              Effect.flatMap((reply) =>
+                Effect.flatMap(fake.phase, (now) =>
+                  reply.activate && now === "idle" ? provide(proc, afterSettle(held)) : Effect.void
+                )
+              )
+            )
+            yield* within(proc, started)
+            return
+          }
+          case "Advance":
+            yield* clock.advance(s.ms)
+            return
+          case "Crash":
+            yield* kill(s.proc)
+            return
+          case "Start": {
+            if (procs[s.proc] !== null) return
+            if (live().length === 0) {
+              // A new Pi process: nothing runs yet, and it is not shutting down.
+              if (phase !== "idle") yield* fake.settle({ aborted: true })
+              yield* fake.setShuttingDown(false)
+            }
+            const started = yield* startProc(s.proc)
+            yield* within(started, provide(started, onSessionStart))
+            return
+          }
+          case "Shutdown": {
+            yield* fake.setShuttingDown(true)
+            for (const p of live()) {
+              yield* Effect.exit(Effect.timeoutOption(provide(p, onShutdown), "5 seconds"))
+              yield* kill(p.slot)
+            }
+            return
+          }
+          case "Fault":
+            if (proc !== null) proc.fault = s.kind
+            return
+          case "Heal":
+            if (proc !== null) proc.fault = null
+            return
+        }
+      })
+
+    return {
+      fake,
+      lifecycle: fakeSession.lifecycle,
+      sends,
+      problems,
+      live,
+      startProc,
+      execute,
+      settle,
+      kill,
+      within,
+      provide,
+      healAll: Effect.sync(() => {
+        for (const p of live()) p.fault = null
+      }),
+      releaseHold: Effect.zipRight(
+        Effect.sync(() => {
+          held = false
+        }),
+        fake.setUserHold(false)
+      ),
+      setStep: (index: number) => {
+        step = index
+      }
+    }
+  })
+
+export type World = Effect.Effect.Success<ReturnType<typeof makeWorld>>
