@@ -38,6 +38,7 @@ const RunRow = Schema.Struct({
   state: Schema.String,
   cancel_requested: Schema.NullOr(Schema.String),
   abort_cause: Schema.NullOr(Schema.String),
+  origin: Schema.String,
   claim_token: Schema.NullOr(Schema.String),
   claim_expires_at: Schema.NullOr(Schema.Number)
 })
@@ -71,7 +72,7 @@ const readDb = (filename: string) => {
         db.prepare("SELECT * FROM workflow_turn_intents ORDER BY requested_at, intent_id").all()
       ),
       runs: Schema.decodeUnknownSync(Schema.Array(RunRow))(
-        db.prepare("SELECT run_id, state, cancel_requested, abort_cause, claim_token, claim_expires_at FROM workflow_runs").all()
+        db.prepare("SELECT run_id, state, cancel_requested, abort_cause, origin, claim_token, claim_expires_at FROM workflow_runs").all()
       )
     }
   } finally {
@@ -180,8 +181,11 @@ export const runEngineSchedule = async (
       const successors = branch.filter((m) => SUCCESSOR_TYPES.has(m.customType) && field(m.details, "runId") === run.run_id)
       // A direct user cancel is quiet; so is an agent cancel outside a workflow turn: the model
       // made the call and read its reply in the same turn.
+      // Runs the user started with `/workflow start` owe the model nothing yet: the user watched
+      // them in the UI (the terminal decision turn changes that).
       const quiet =
-        run.state === "cancelled" && (run.cancel_requested === "user" || run.abort_cause === null)
+        run.origin === "command" ||
+        (run.state === "cancelled" && (run.cancel_requested === "user" || run.abort_cause === null))
       if (successors.length > 1) violations.push(`run ${short(run.run_id)} (${run.state}): ${successors.length} terminal messages`)
       else if (TERMINAL.has(run.state) && !quiet && successors.length === 0) {
         violations.push(`run ${short(run.run_id)} ended ${run.state} and the model never heard of it`)
