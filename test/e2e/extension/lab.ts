@@ -186,6 +186,12 @@ export interface LabOptions {
   /** File name → source of `.pi/workflows/*.workflow.mjs` files. */
   readonly workflows?: Readonly<Record<string, string>>
   readonly script?: ReadonlyArray<ScriptStep>
+  /**
+   * Where Pi gets the extension. Default: `-e` on the entry `pi.extensions` names in this
+   * checkout. `installed`: no `-e`; `install` puts the package into the sandbox's agent directory
+   * (e.g. with `pi install`) before Pi starts, and Pi discovers it there.
+   */
+  readonly extension?: { readonly installed: true; readonly install: (sandbox: PiSandbox) => void }
 }
 
 export class Lab {
@@ -225,9 +231,11 @@ export class Lab {
         writeFileSync(join(dir, name), source)
       }
       const lab = new Lab(mock, sandbox, replies)
+      options.extension?.install(sandbox)
       const pi = await startPi({
         sandbox,
-        extensionPath: extensionEntry(),
+        extensionPath: options.extension === undefined ? extensionEntry() : null,
+        discoverExtensions: options.extension !== undefined,
         env: { PI_WORKFLOWS_DB: lab.dbPath },
         timeoutMs: 15_000
       })

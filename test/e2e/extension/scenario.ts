@@ -5,7 +5,16 @@
  * named checks. `runScenario` plays one in a fresh lab and never throws.
  */
 import type { ScriptStep } from "../harness/mock-openai.ts"
-import { FALLBACK, Lab, messageText, type Observation, PRESENTATION, requestIdOf, STEP } from "./lab.ts"
+import {
+  FALLBACK,
+  Lab,
+  type LabOptions,
+  messageText,
+  type Observation,
+  PRESENTATION,
+  requestIdOf,
+  STEP
+} from "./lab.ts"
 
 /** What a scenario must produce, in numbers and resolution paths. */
 export interface Summary {
@@ -103,8 +112,14 @@ const summaryDiff = (actual: Summary, expected: Summary): ReadonlyArray<string> 
 /** Well below the coordinator's periodic pass (10 s): an owed fallback must not wait for it. */
 const PROMPT_FALLBACK_MS = 5_000
 
-/** Play one scenario in a fresh lab and judge it. Never throws: a failed play is a failure. */
-export const runScenario = async (scenario: Scenario): Promise<ScenarioResult> => {
+/**
+ * Play one scenario in a fresh lab and judge it. Never throws: a failed play is a failure.
+ * `extension` picks where Pi loads the extension from (default: this checkout's entry).
+ */
+export const runScenario = async (
+  scenario: Scenario,
+  extension?: LabOptions["extension"]
+): Promise<ScenarioResult> => {
   const started = performance.now()
   const checks: Array<CheckResult> = []
   const check: Check = (what, ok, detail) => {
@@ -115,7 +130,11 @@ export const runScenario = async (scenario: Scenario): Promise<ScenarioResult> =
   let summary: Summary | null = null
   let lab: Lab | undefined
   try {
-    lab = await Lab.open({ workflows: scenario.workflows, script: scenario.script })
+    lab = await Lab.open({
+      workflows: scenario.workflows,
+      script: scenario.script,
+      ...(extension === undefined ? {} : { extension })
+    })
     await scenario.play(lab, check)
     observation = lab.observe()
     summary = summarize(observation)

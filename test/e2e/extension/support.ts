@@ -24,8 +24,11 @@ export const startScenario = async (options: LabOptions): Promise<Lab> => {
  * Play `scenario` and assert its exact numbers (requests, successor messages, intents and
  * their resolution path, run states) and every check it makes. Returns the result for more.
  */
-export const expectScenario = async (scenario: Scenario): Promise<ScenarioResult> => {
-  const result = await runScenario(scenario)
+export const expectScenario = async (
+  scenario: Scenario,
+  extension?: LabOptions["extension"]
+): Promise<ScenarioResult> => {
+  const result = await runScenario(scenario, extension)
   expect(result.failures.filter((f) => f.startsWith("play failed"))).toEqual([])
   expect(result.summary).toEqual(scenario.expected)
   expect(result.failures).toEqual([])

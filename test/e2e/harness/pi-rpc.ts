@@ -40,6 +40,11 @@ export interface PiRpcOptions {
   readonly sandbox: PiSandbox
   /** Absolute path of the extension to load with `-e`, or null for none. */
   readonly extensionPath: string | null
+  /**
+   * Let Pi discover extensions (packages recorded in the sandbox's agent settings, e.g. by
+   * `pi install`) instead of passing `--no-extensions`. Off by default.
+   */
+  readonly discoverExtensions?: boolean
   /** Extra environment, e.g. `PI_WORKFLOWS_DB`. */
   readonly env?: Readonly<Record<string, string>>
   /** Resume this session file (`--session`). */
@@ -188,7 +193,7 @@ export class PiRpc {
       "mock-model",
       "--session-dir",
       sandbox.sessionDir,
-      "--no-extensions",
+      ...(options.discoverExtensions === true ? [] : ["--no-extensions"]),
       ...(options.extensionPath === null ? [] : ["-e", options.extensionPath]),
       "--no-skills",
       "--no-prompt-templates",
