@@ -1,8 +1,10 @@
-import { defineConfig } from "vitest/config"
+import { configDefaults, defineConfig } from "vitest/config"
 
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    // Packing and installing the tarball: `npm run test:installed` (vitest.installed.config.ts).
+    exclude: [...configDefaults.exclude, "test/e2e/installed/**"],
     globalSetup: ["test/global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import type { SqlClient } from "@effect/sql"
+import type * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Layer } from "effect"
 import type { Database, OpenError } from "./store/database.ts"
 import type { TurnIntentStore } from "./store/turn-intent-store.ts"

@@ -7,7 +7,7 @@
  *   PiSession ─┬─ Coordinator ◄───┤
  *              └─ SourceEvents ◄──┘   (SourceEvents + Coordinator = the successor-turn core)
  */
-import type { SqlClient } from "@effect/sql"
+import type * as SqlClient from "@effect/sql/SqlClient"
 import { Layer } from "effect"
 import { type CoreOptions, layerCore } from "../delivery/core-layer.ts"
 import * as CrashPoints from "../delivery/crash-points.ts"

@@ -14,7 +14,9 @@
  *   Scope, semaphore, span and cache lookup of the SqlClient (~13 µs, docs/bench.md).
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
-import { SqlClient, SqlError, Statement } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlError from "@effect/sql/SqlError"
+import * as Statement from "@effect/sql/Statement"
 import type { Connection } from "@effect/sql/SqlConnection"
 import Sqlite from "better-sqlite3"
 import { Context, Effect, Layer, Scope, Stream } from "effect"

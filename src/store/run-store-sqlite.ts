@@ -3,7 +3,9 @@
  * (BEGIN IMMEDIATE) and start by checking the caller's claim token, so a write either happens
  * under a claim that is still held or not at all. Lease renewal is a single conditional UPDATE.
  */
-import { SqlClient, type SqlError, type Statement } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type * as SqlError from "@effect/sql/SqlError"
+import type * as Statement from "@effect/sql/Statement"
 import { Clock, Effect, Layer, Option, type ParseResult } from "effect"
 import { StoreFailure } from "../domain/errors.ts"
 import { Database, type DatabaseOptions, type OpenError, storeFailure } from "./database.ts"

@@ -8,7 +8,7 @@
  * are checked by plain functions inside one `Effect.suspend`, rows are decoded by column checks
  * (turn-intent-rows.ts). Errors and their messages are the same as a step-by-step check gives.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect, Layer, Option } from "effect"
 import {
   ClaimNotHeld,

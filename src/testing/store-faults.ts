@@ -11,7 +11,7 @@
  *
  * Nothing here is used at runtime.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import Sqlite from "better-sqlite3"
 import { Context, Duration, Effect, Layer, Ref, type Scope } from "effect"
 import { StoreFailure } from "../domain/errors.ts"

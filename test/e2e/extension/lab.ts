@@ -191,7 +191,10 @@ export interface LabOptions {
    * checkout. `installed`: no `-e`; `install` puts the package into the sandbox's agent directory
    * (e.g. with `pi install`) before Pi starts, and Pi discovers it there.
    */
-  readonly extension?: { readonly installed: true; readonly install: (sandbox: PiSandbox) => void }
+  readonly extension?: {
+    readonly installed: true
+    readonly install: (sandbox: PiSandbox) => Promise<void> | void
+  }
 }
 
 export class Lab {
@@ -231,7 +234,7 @@ export class Lab {
         writeFileSync(join(dir, name), source)
       }
       const lab = new Lab(mock, sandbox, replies)
-      options.extension?.install(sandbox)
+      await options.extension?.install(sandbox)
       const pi = await startPi({
         sandbox,
         extensionPath: options.extension === undefined ? extensionEntry() : null,

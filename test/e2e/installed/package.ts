@@ -8,7 +8,7 @@
  * minute on this machine, so the addon this checkout already built for the same version is copied
  * in instead (`provideNativeAddon`). Nothing else of the checkout is used.
  */
-import { execFileSync } from "node:child_process"
+import { execFile, execFileSync } from "node:child_process"
 import {
   copyFileSync,
   existsSync,
@@ -22,6 +22,7 @@ import {
 import { tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
+import { promisify } from "node:util"
 import { Schema } from "effect"
 import { piCliPath } from "../harness/pi-rpc.ts"
 
@@ -68,9 +69,13 @@ const npmCacheDir = (): string => {
   return cacheDir
 }
 
-const npm = (args: ReadonlyArray<string>, cwd: string): string => {
+const run = promisify(execFile)
+
+/** Async, so a test worker stays responsive while npm works (installs take many seconds). */
+const npm = async (args: ReadonlyArray<string>, cwd: string): Promise<string> => {
   try {
-    return execFileSync("npm", [...args], { cwd, env: npmEnv(), encoding: "utf8", stdio: "pipe" })
+    const { stdout } = await run("npm", [...args], { cwd, env: npmEnv(), maxBuffer: 64 * 1024 * 1024 })
+    return stdout
   } catch (error) {
     throw new Error(`npm ${args.join(" ")} (in ${cwd}) failed: ${describeExecError(error)}`)
   }
@@ -89,14 +94,14 @@ const describeExecError = (error: unknown): string => {
  * `npm pack` the package as it is on disk. It does not build: run `npm run build` first (vitest's
  * global setup does), so parallel test files never rewrite `dist/` under each other.
  */
-export const packPackage = (): PackedPackage => {
+export const packPackage = async (): Promise<PackedPackage> => {
   for (const entry of ["dist/index.js", "dist/extension.js"]) {
     if (!existsSync(join(ROOT, entry)))
       throw new Error(`packPackage: ${entry} is missing; run npm run build first`)
   }
   const dir = mkdtempSync(join(tmpdir(), "pwt-pack-"))
   try {
-    const out = npm(["pack", "--json", "--ignore-scripts", "--pack-destination", dir], ROOT)
+    const out = await npm(["pack", "--json", "--ignore-scripts", "--pack-destination", dir], ROOT)
     // npm may print notices before the JSON array.
     const [result] = Schema.decodeUnknownSync(Schema.parseJson(PackResult))(out.slice(out.indexOf("[")))
     if (result === undefined) throw new Error("npm pack reported no package")
@@ -160,7 +165,10 @@ export interface ConsumerOptions {
 }
 
 /** A fresh npm project (ESM) that installs the tarball and `dependencies`, like a downstream user. */
-export const installConsumer = (tarball: string, options: ConsumerOptions = {}): ConsumerProject => {
+export const installConsumer = async (
+  tarball: string,
+  options: ConsumerOptions = {}
+): Promise<ConsumerProject> => {
   const dir = mkdtempSync(join(tmpdir(), "pwt-consumer-"))
   try {
     const pkg = {
@@ -174,7 +182,7 @@ export const installConsumer = (tarball: string, options: ConsumerOptions = {}):
       mkdirSync(dirname(join(dir, path)), { recursive: true })
       writeFileSync(join(dir, path), text)
     }
-    npm(["install"], dir)
+    await npm(["install"], dir)
     provideNativeAddon(dir)
     return {
       dir,
@@ -196,9 +204,9 @@ export const piInstalledPackageDir = (agentDir: string): string =>
  * with the real Pi CLI, as a user installs a package: Pi runs npm into `<agentDir>/npm` and records
  * the source in `<agentDir>/settings.json`. Returns the installed package's directory.
  */
-export const piInstall = (tarball: string, agentDir: string, homeDir: string): string => {
+export const piInstall = async (tarball: string, agentDir: string, homeDir: string): Promise<string> => {
   try {
-    execFileSync(process.execPath, [piCliPath(), "install", `npm:${PACKAGE_NAME}@file:${tarball}`], {
+    await run(process.execPath, [piCliPath(), "install", `npm:${PACKAGE_NAME}@file:${tarball}`], {
       cwd: homeDir,
       env: npmEnv({
         PI_CODING_AGENT_DIR: agentDir,
@@ -206,8 +214,7 @@ export const piInstall = (tarball: string, agentDir: string, homeDir: string): s
         PI_SKIP_VERSION_CHECK: "1",
         PI_TELEMETRY: "0"
       }),
-      encoding: "utf8",
-      stdio: "pipe"
+      maxBuffer: 64 * 1024 * 1024
     })
   } catch (error) {
     throw new Error(`pi install failed: ${describeExecError(error)}`)

@@ -11,8 +11,8 @@ import { expectScenario } from "../extension/support.ts"
 import { type PackedPackage, packPackage, piInstall, piInstalledPackageDir } from "./package.ts"
 
 let packed: PackedPackage | undefined
-beforeAll(() => {
-  packed = packPackage()
+beforeAll(async () => {
+  packed = await packPackage()
 }, 120_000)
 afterAll(() => packed?.remove())
 
@@ -21,8 +21,8 @@ describe("installed package in real Pi", () => {
     const tarball = packed?.tarball ?? ""
     const result = await expectScenario(selfCancel, {
       installed: true,
-      install: (sandbox) => {
-        const installed = piInstall(tarball, sandbox.agentDir, sandbox.homeDir)
+      install: async (sandbox) => {
+        const installed = await piInstall(tarball, sandbox.agentDir, sandbox.homeDir)
         expect(installed).toBe(piInstalledPackageDir(sandbox.agentDir))
         expect(existsSync(join(installed, "dist", "extension.js"))).toBe(true)
         // Pi recorded the package as the user's; it loads from the agent dir, not this checkout.
