@@ -3,7 +3,7 @@
  * cancel or pause is the user taking control, so no automatic model turn follows.
  */
 import { Effect } from "effect"
-import type { CommandInput } from "../extension/command-args.ts"
+import type { CommandInput } from "./command-input.ts"
 import { Engine } from "../engine/engine.ts"
 import type { WorkflowRegistry } from "../engine/registry.ts"
 import { PiSession } from "../session/pi-session.ts"

@@ -6,7 +6,7 @@ import { Effect, Option } from "effect"
 import type { EngineService } from "../engine/engine.ts"
 import { Engine } from "../engine/engine.ts"
 import { WorkflowRegistry } from "../engine/registry.ts"
-import type { ToolInput } from "../extension/tool-input.ts"
+import type { ToolInput } from "./tool-input.ts"
 import { PiSession } from "../session/pi-session.ts"
 import { describeRun, describeStatus, failed, ok, type Reply } from "./replies.ts"
 

@@ -5,7 +5,7 @@
 import { Effect, Either } from "effect"
 import type { WrappedEntry } from "../engine/registry.ts"
 import { loadWorkflow } from "../engine/validate.ts"
-import type { LoadedFile } from "../extension/workflow-files.ts"
+import type { LoadedFile } from "./workflow-file.ts"
 
 export interface WorkflowSet {
   readonly entries: ReadonlyArray<WrappedEntry>

@@ -1,5 +1,8 @@
 /**
- * Custom message types this package sends into Pi sessions: a public contract (renderers,
- * branch scans and users' tools key on them). Dependency-free so any module can import it.
+ * Custom message types this package sends into Pi sessions and the `workflow` tool's actions: a
+ * public contract (renderers, branch scans and users' tools key on them). Dependency-free so any module can import it.
  */
 export const DEFERRED_TURN_TYPE = "pi-workflows-deferred-turn"
+
+/** The `workflow` tool's actions: the model-facing contract the schema and the decoder share. */
+export const TOOL_ACTIONS = ["list", "start", "status", "cancel", "submit"] as const

@@ -17,10 +17,10 @@ import { runTool } from "../app/tool-actions.ts"
 import { collectWorkflows } from "../app/workflows.ts"
 import { builtinWorkflows } from "../builtins/index.ts"
 import type { PiSession } from "../session/pi-session.ts"
-import { parseCommand } from "./command-args.ts"
+import { parseCommand } from "../app/command-input.ts"
 import { resolveDbPath } from "./db-path.ts"
 import { makePiBridge } from "./pi-session-live.ts"
-import { decodeToolInput } from "./tool-input.ts"
+import { decodeToolInput } from "../app/tool-input.ts"
 import { loadWorkflowFiles } from "./workflow-files.ts"
 
 /** Short lock waits keep the abort path bounded even when another process holds the database. */

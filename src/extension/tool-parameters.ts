@@ -4,8 +4,9 @@
  */
 import { StringEnum } from "@earendil-works/pi-ai"
 import { Type } from "typebox"
+import { TOOL_ACTIONS } from "../domain/message-types.ts"
 
-export const TOOL_ACTIONS = ["list", "start", "status", "cancel", "submit"] as const
+export { TOOL_ACTIONS }
 
 export const toolParameters = Type.Object({
   action: StringEnum(TOOL_ACTIONS, { description: "What to do" }),

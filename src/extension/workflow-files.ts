@@ -7,12 +7,11 @@ import { createHash } from "node:crypto"
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
+import type { LoadedFile } from "../app/workflow-file.ts"
 
 export const WORKFLOW_FILE = /\.workflow\.(ts|mjs|js)$/
 
-export type LoadedFile =
-  | { readonly _tag: "Loaded"; readonly file: string; readonly value: unknown; readonly sourceHash: string }
-  | { readonly _tag: "LoadError"; readonly file: string; readonly message: string }
+export type { LoadedFile }
 
 export const workflowDir = (cwd: string): string => join(cwd, ".pi", "workflows")
 

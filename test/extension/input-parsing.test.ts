@@ -1,7 +1,7 @@
 import { Either } from "effect"
 import { describe, expect, it } from "vitest"
-import { parseCommand } from "../../src/extension/command-args.ts"
-import { decodeToolInput } from "../../src/extension/tool-input.ts"
+import { parseCommand } from "../../src/app/command-input.ts"
+import { decodeToolInput } from "../../src/app/tool-input.ts"
 
 const left = <A>(e: Either.Either<A, string>): string => (Either.isLeft(e) ? e.left : "RIGHT")
 

@@ -1,11 +1,11 @@
 /**
  * The `workflow` tool's input: one object with an `action` field. The typebox schema
- * (`tool-parameters.ts`) is what Pi shows the model; `decodeToolInput` is the authoritative
+ * (`extension/tool-parameters.ts`) is what Pi shows the model; `decodeToolInput` is the authoritative
  * check (typebox validation in Pi is best-effort), returning a clear message for anything
  * malformed.
  */
 import { Either, ParseResult, Schema } from "effect"
-import { TOOL_ACTIONS } from "./tool-parameters.ts"
+import { TOOL_ACTIONS } from "../domain/message-types.ts"
 
 const Id = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must be a non-empty string" }),
