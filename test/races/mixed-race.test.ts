@@ -16,18 +16,18 @@ import { layerStores } from "../../src/app/layers.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { collect, spawnNode } from "../support/node-child.ts"
-import { startBarrier } from "../support/race-kit.ts"
+import { startBarrier } from "./kit.ts"
 import { sampleFacts, sampleIntent } from "../support/fixtures.ts"
 import { queryRows, rawDb } from "../support/store.ts"
 import { tempDbPath } from "../support/temp-db.ts"
-import { decodeReport, type WorkerConfig, type WorkerReport } from "./protocol.ts"
+import { decodeReport, type WorkerConfig, type WorkerReport } from "./mixed-protocol.ts"
 
 const WORKERS = Number(process.env.RACE_WORKERS ?? 4)
 const RUNS = Number(process.env.RACE_RUNS ?? 16)
 const INTENTS = Number(process.env.RACE_INTENTS ?? 200)
 const DURATION_MS = Number(process.env.RACE_DURATION_MS ?? 10_000)
 const STEPS_TO_FINISH = 10
-const WORKER_SCRIPT = fileURLToPath(new URL("./worker.ts", import.meta.url))
+const WORKER_SCRIPT = fileURLToPath(new URL("./mixed-worker.ts", import.meta.url))
 
 const runIds = Array.from({ length: RUNS }, (_, i) => `mixed-run-${i}`)
 const sessions = ["mixed-session-0", "mixed-session-1", "mixed-session-2"]

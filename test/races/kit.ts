@@ -4,7 +4,7 @@
  * any of them competes).
  */
 import { Effect, Random } from "effect"
-import type { NodeChild } from "./node-child.ts"
+import type { NodeChild } from "../support/node-child.ts"
 
 /** One report per stdout line; the test decodes it with its protocol's schema. */
 export const reportLine = <A>(line: A) => Effect.sync(() => process.stdout.write(`${JSON.stringify(line)}\n`))

@@ -11,8 +11,8 @@ import { Effect, Layer, Option, Random } from "effect"
 import type { TurnIntent } from "../../src/domain/turn-intent.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { layerSqlite } from "../../src/store/turn-intent-store-sqlite.ts"
-import { decodeConfig, type WorkerConfig, type WorkerReport } from "./race-protocol.ts"
-import { pick, reportLine, waitForGo } from "../support/race-kit.ts"
+import { decodeConfig, type WorkerConfig, type WorkerReport } from "./intent-protocol.ts"
+import { pick, reportLine, waitForGo } from "./kit.ts"
 
 const report = (line: WorkerReport) => reportLine(line)
 

@@ -17,8 +17,8 @@ import * as TurnIntentStoreSqlite from "../../src/store/turn-intent-store-sqlite
 import type { TurnIntent } from "../../src/domain/turn-intent.ts"
 import { isTerminal, RunStore } from "../../src/store/run-store.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
-import { decodeConfig, type WorkerConfig, type WorkerReport } from "./protocol.ts"
-import { pick, reportLine, waitForGo } from "../support/race-kit.ts"
+import { decodeConfig, type WorkerConfig, type WorkerReport } from "./mixed-protocol.ts"
+import { pick, reportLine, waitForGo } from "./kit.ts"
 
 const report = (line: WorkerReport) => reportLine(line)
 

@@ -7,17 +7,17 @@ import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { collect, spawnNode } from "../support/node-child.ts"
-import { startBarrier } from "../support/race-kit.ts"
+import { startBarrier } from "./kit.ts"
 import { sampleFacts, sampleIntent } from "../support/fixtures.ts"
 import { openStoreAt, queryRows, rawDb } from "../support/store.ts"
 import { tempDbPath } from "../support/temp-db.ts"
-import { decodeReport, type WorkerConfig, type WorkerReport } from "./race-protocol.ts"
+import { decodeReport, type WorkerConfig, type WorkerReport } from "./intent-protocol.ts"
 
 const WORKERS = Number(process.env.RACE_WORKERS ?? 4)
 const SESSIONS = 3
 const RUNS_PER_SESSION = 5
 const INTENTS = Number(process.env.RACE_INTENTS ?? 300)
-const WORKER_SCRIPT = fileURLToPath(new URL("./race-worker.ts", import.meta.url))
+const WORKER_SCRIPT = fileURLToPath(new URL("./intent-worker.ts", import.meta.url))
 
 const runs = Array.from({ length: SESSIONS * RUNS_PER_SESSION }, (_, i) => ({
   runId: `race-run-${i}`,
