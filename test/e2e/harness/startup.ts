@@ -2,6 +2,7 @@
  * Pi start-up time: from spawning the CLI to its first `get_state` answer (RPC mode, isolated
  * sandbox, mock model), the number that an extension's import cost adds to.
  */
+import { existsSync, readFileSync } from "node:fs"
 import { startMockOpenAI } from "./mock-openai.ts"
 import { createPiSandbox, PiRpc } from "./pi-rpc.ts"
 
@@ -9,9 +10,29 @@ export interface StartupMeasurement {
   readonly extensionPath: string | null
   /** Each measured run in ms, in run order (warm-up runs excluded). */
   readonly samplesMs: ReadonlyArray<number>
+  /**
+   * CPU time (user + system) the Pi process had used when it answered, per run, where the OS
+   * reports it (Linux `/proc`; empty elsewhere). Unlike the wall time it hardly moves with the
+   * machine's load, so it tells variants apart on a busy machine.
+   */
+  readonly cpuMs: ReadonlyArray<number>
   readonly medianMs: number
   readonly minMs: number
   readonly maxMs: number
+}
+
+/** Clock ticks per second of /proc/<pid>/stat on Linux (USER_HZ; 100 on every mainstream kernel). */
+const USER_HZ = 100
+
+/** utime + stime of a live process in ms, or undefined where /proc is not available. */
+const processCpuMs = (pid: number | undefined): number | undefined => {
+  const file = `/proc/${pid}/stat`
+  if (pid === undefined || !existsSync(file)) return undefined
+  // Fields after the parenthesised command name: state is the 3rd field, utime the 14th, stime the 15th.
+  const stat = readFileSync(file, "utf8")
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+  const ticks = Number(fields[11]) + Number(fields[12])
+  return Number.isFinite(ticks) ? (ticks * 1000) / USER_HZ : undefined
 }
 
 const median = (values: ReadonlyArray<number>): number => {
@@ -34,6 +55,7 @@ export const measureStartup = async (
   if (!Number.isInteger(runs) || runs < 1) throw new Error(`measureStartup: runs must be >= 1, got ${runs}`)
   const mock = await startMockOpenAI()
   const samples: Array<number> = []
+  const cpu: Array<number> = []
   try {
     const warmup = options.warmup ?? 1
     for (let i = 0; i < warmup + runs; i++) {
@@ -46,7 +68,11 @@ export const measureStartup = async (
       })
       try {
         await pi.start(30_000)
-        if (i >= warmup) samples.push(performance.now() - started)
+        const cpuMs = processCpuMs(pi.pid)
+        if (i >= warmup) {
+          samples.push(performance.now() - started)
+          if (cpuMs !== undefined) cpu.push(cpuMs)
+        }
         await pi.stop()
       } finally {
         await pi.dispose()
@@ -59,6 +85,7 @@ export const measureStartup = async (
   return {
     extensionPath,
     samplesMs: samples,
+    cpuMs: cpu,
     medianMs: median(samples),
     minMs: Math.min(...samples),
     maxMs: Math.max(...samples)
