@@ -72,7 +72,11 @@ const readDb = (filename: string) => {
         db.prepare("SELECT * FROM workflow_turn_intents ORDER BY requested_at, intent_id").all()
       ),
       runs: Schema.decodeUnknownSync(Schema.Array(RunRow))(
-        db.prepare("SELECT run_id, state, cancel_requested, abort_cause, origin, claim_token, claim_expires_at FROM workflow_runs").all()
+        db
+          .prepare(
+            "SELECT run_id, state, cancel_requested, abort_cause, origin, claim_token, claim_expires_at FROM workflow_runs"
+          )
+          .all()
       )
     }
   } finally {
@@ -96,7 +100,9 @@ export const runEngineSchedule = async (
       yield* clock.quiesce
       yield* world.execute(step, index)
       yield* clock.quiesce
-      trace.push(`${String(index).padStart(3)} ${describeStep(step)}  [${yield* world.fake.phase}, t+${clock.now() - SIM_EPOCH}]`)
+      trace.push(
+        `${String(index).padStart(3)} ${describeStep(step)}  [${yield* world.fake.phase}, t+${clock.now() - SIM_EPOCH}]`
+      )
     }
     // Live and idle: heal, release the hold, make sure a process lives, let leases run out and
     // every turn settle, until nothing more happens.
@@ -128,7 +134,12 @@ export const runEngineSchedule = async (
   )
   try {
     if (Exit.isFailure(exit)) {
-      return { seed: schedule.seed, violations: [`the simulation crashed: ${String(exit.cause).slice(0, 1_500)}`], trace, stats: {} }
+      return {
+        seed: schedule.seed,
+        violations: [`the simulation crashed: ${String(exit.cause).slice(0, 1_500)}`],
+        trace,
+        stats: {}
+      }
     }
     const { branch, sends, now, rounds } = exit.value
     const { intents, runs } = readDb(filename)
@@ -140,10 +151,14 @@ export const runEngineSchedule = async (
       )
     }
     for (const run of runs) {
-      trace.push(`    run ${run.run_id.slice(-10)}: ${run.state} cancel=${run.cancel_requested} abort=${run.abort_cause}`)
+      trace.push(
+        `    run ${run.run_id.slice(-10)}: ${run.state} cancel=${run.cancel_requested} abort=${run.abort_cause}`
+      )
     }
     for (const i of intents) {
-      trace.push(`    intent ${short(i.intent_id)}: run ${i.run_id.slice(-10)} ${i.cause} eligible=${i.eligible_at !== null} → ${i.resolution}`)
+      trace.push(
+        `    intent ${short(i.intent_id)}: run ${i.run_id.slice(-10)} ${i.cause} eligible=${i.eligible_at !== null} → ${i.resolution}`
+      )
     }
     // 1. one intent → at most one message
     const perIntent = new Map<string, number>()
@@ -151,17 +166,22 @@ export const runEngineSchedule = async (
       const id = field(m.details, "turnIntentId")
       if (id !== null) perIntent.set(id, (perIntent.get(id) ?? 0) + 1)
     }
-    for (const [id, count] of perIntent) if (count > 1) violations.push(`intent ${short(id)}: ${count} messages in the branch`)
+    for (const [id, count] of perIntent)
+      if (count > 1) violations.push(`intent ${short(id)}: ${count} messages in the branch`)
     // 2. never two pending intents for one run
     const pendingByRun = new Map<string, number>()
-    for (const i of intents) if (i.resolved_at === null) pendingByRun.set(i.run_id, (pendingByRun.get(i.run_id) ?? 0) + 1)
-    for (const [run, count] of pendingByRun) if (count > 1) violations.push(`run ${short(run)}: ${count} pending intents`)
+    for (const i of intents)
+      if (i.resolved_at === null) pendingByRun.set(i.run_id, (pendingByRun.get(i.run_id) ?? 0) + 1)
+    for (const [run, count] of pendingByRun)
+      if (count > 1) violations.push(`run ${short(run)}: ${count} pending intents`)
     const stateOf = new Map(runs.map((r) => [r.run_id, r]))
     for (const i of intents) {
       const run = stateOf.get(i.run_id)
       // 3. nothing pending and ineligible after its run is terminal
       if (i.resolved_at === null && i.eligible_at === null && run !== undefined && TERMINAL.has(run.state)) {
-        violations.push(`intent ${short(i.intent_id)} (${i.cause}) pending and ineligible; run is ${run.state}`)
+        violations.push(
+          `intent ${short(i.intent_id)} (${i.cause}) pending and ineligible; run is ${run.state}`
+        )
       }
       // 4. every eligible intent delivered, by exactly one message of its kind
       if (i.target_session_id === SESSION && i.eligible_at !== null && i.resolved_at === null) {
@@ -178,7 +198,9 @@ export const runEngineSchedule = async (
     }
     // 5. one terminal successor per ended run (none after a direct user cancel)
     for (const run of runs) {
-      const successors = branch.filter((m) => SUCCESSOR_TYPES.has(m.customType) && field(m.details, "runId") === run.run_id)
+      const successors = branch.filter(
+        (m) => SUCCESSOR_TYPES.has(m.customType) && field(m.details, "runId") === run.run_id
+      )
       // A direct user cancel is quiet; so is an agent cancel outside a workflow turn: the model
       // made the call and read its reply in the same turn.
       // Runs the user started with `/workflow start` owe the model nothing yet: the user watched
@@ -186,7 +208,8 @@ export const runEngineSchedule = async (
       const quiet =
         run.origin === "command" ||
         (run.state === "cancelled" && (run.cancel_requested === "user" || run.abort_cause === null))
-      if (successors.length > 1) violations.push(`run ${short(run.run_id)} (${run.state}): ${successors.length} terminal messages`)
+      if (successors.length > 1)
+        violations.push(`run ${short(run.run_id)} (${run.state}): ${successors.length} terminal messages`)
       else if (TERMINAL.has(run.state) && !quiet && successors.length === 0) {
         violations.push(`run ${short(run.run_id)} ended ${run.state} and the model never heard of it`)
       }
@@ -211,7 +234,8 @@ export const runEngineSchedule = async (
         terminalRuns: runs.filter((r) => TERMINAL.has(r.state)).length,
         intents: intents.length,
         fallbacks: intents.filter((i) => i.resolution === "fallback").length,
-        natural: intents.filter((i) => i.resolution === "workflowPrompt" || i.resolution === "presentation").length,
+        natural: intents.filter((i) => i.resolution === "workflowPrompt" || i.resolution === "presentation")
+          .length,
         sends: sends.length,
         drainRounds: rounds
       }

@@ -9,7 +9,7 @@
  * A crash is a SIGKILL: from that instant the process's store calls and sends do nothing (its
  * finalizers cannot write), and the messages Pi had not written yet die with it.
  */
-import { Context, Effect, Exit, Fiber, Layer, Scope } from "effect"
+import { Context, Effect, Exit, type Fiber, Layer, Scope } from "effect"
 import { afterSettle, classifySettle, onSessionStart, onShutdown } from "../../src/app/session-hooks.ts"
 import * as SyncOnEligible from "../../src/app/sync-on-eligible.ts"
 import { runCommand } from "../../src/app/command-actions.ts"
@@ -22,7 +22,12 @@ import { layerFromDefinitions } from "../../src/engine/registry.ts"
 import { AbortBookkeeping, make as makeBookkeeping } from "../../src/interruption/abort-bookkeeping.ts"
 import * as Interruptions from "../../src/interruption/interruptions.ts"
 import { makeFake } from "../../src/session/pi-session-fake.ts"
-import { type CustomMessage, type DeliveryOptions, PiSession, type PiSessionService } from "../../src/session/pi-session.ts"
+import {
+  type CustomMessage,
+  type DeliveryOptions,
+  PiSession,
+  type PiSessionService
+} from "../../src/session/pi-session.ts"
 import { Database } from "../../src/store/database.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
@@ -99,7 +104,11 @@ interface Process {
   fault: FaultKind | null
   dead: boolean
   /** Sends made while this process's `agent_settled` handlers run: Pi writes them afterwards. */
-  deferred: Array<{ readonly message: CustomMessage; readonly options: DeliveryOptions; readonly log: SendLog }>
+  deferred: Array<{
+    readonly message: CustomMessage
+    readonly options: DeliveryOptions
+    readonly log: SendLog
+  }>
   settling: number
 }
 
@@ -110,7 +119,10 @@ const READONLY = "SqliteError: attempt to write a readonly database (SQLITE_READ
  * Every method of a store, behind `gate`: a scheduling point, then the process's fault (or its
  * death), then the call. The store services are plain records of functions and effects.
  */
-const gated = <S extends object>(service: S, gate: (operation: string) => Effect.Effect<void, StoreFailure>): S => {
+const gated = <S extends object>(
+  service: S,
+  gate: (operation: string) => Effect.Effect<void, StoreFailure>
+): S => {
   const out: Record<string, unknown> = {}
   for (const [key, value] of Object.entries(service)) {
     if (typeof value === "function") {
@@ -153,9 +165,14 @@ export const makeWorld = (filename: string, clock: SimClock, mutation: Mutation 
         return Effect.yieldNow()
       }).pipe(Effect.zipLeft(point))
 
-    const write = (entry: { readonly message: CustomMessage; readonly options: DeliveryOptions; readonly log: SendLog }) =>
+    const write = (entry: {
+      readonly message: CustomMessage
+      readonly options: DeliveryOptions
+      readonly log: SendLog
+    }) =>
       Effect.gen(function* () {
-        const dropped = mutation === "dropFallback" && entry.message.customType === "pi-workflows-deferred-turn"
+        const dropped =
+          mutation === "dropFallback" && entry.message.customType === "pi-workflows-deferred-turn"
         if (!dropped) yield* Effect.ignore(fakeSession.send(entry.message, entry.options))
         const record = (yield* fake.sent).at(-1)
         entry.log.written = !dropped && record?.message === entry.message && record.entryId !== null
@@ -230,7 +247,9 @@ export const makeWorld = (filename: string, clock: SimClock, mutation: Mutation 
       })
 
     const provide = <A, E>(proc: Process, program: Effect.Effect<A, E, SimServices>) =>
-      proc.context === null ? Effect.die(new Error("the process has not started")) : Effect.provide(program, proc.context)
+      proc.context === null
+        ? Effect.die(new Error("the process has not started"))
+        : Effect.provide(program, proc.context)
 
     const live = (): Array<Process> => procs.filter((p): p is Process => p !== null && !p.dead)
 
@@ -289,9 +308,10 @@ export const makeWorld = (filename: string, clock: SimClock, mutation: Mutation 
     const execute = (s: Step, index: number) =>
       Effect.gen(function* () {
         step = index
-        const proc = s._tag === "Settle" || s._tag === "Escape" || s._tag === "Advance" || s._tag === "Shutdown"
-          ? null
-          : procs[s.proc]
+        const proc =
+          s._tag === "Settle" || s._tag === "Escape" || s._tag === "Advance" || s._tag === "Shutdown"
+            ? null
+            : procs[s.proc]
         const phase = yield* fake.phase
         switch (s._tag) {
           case "ToolStart": {
@@ -305,7 +325,9 @@ export const makeWorld = (filename: string, clock: SimClock, mutation: Mutation 
             const newest = yield* newestStep
             const details = newest?.details
             const requestId =
-              typeof details === "object" && details !== null && "requestId" in details ? details.requestId : undefined
+              typeof details === "object" && details !== null && "requestId" in details
+                ? details.requestId
+                : undefined
             if (typeof requestId !== "string") return
             yield* within(proc, provide(proc, runTool({ _tag: "submit", requestId, output: { done: true } })))
             return
@@ -347,7 +369,10 @@ export const makeWorld = (filename: string, clock: SimClock, mutation: Mutation 
           }
           case "UserStart": {
             if (proc === null) return
-            const started = provide(proc, runCommand({ _tag: "start", workflow: s.workflow, input: null })).pipe(
+            const started = provide(
+              proc,
+              runCommand({ _tag: "start", workflow: s.workflow, input: null })
+            ).pipe(
               Effect.flatMap((reply) =>
                 Effect.flatMap(fake.phase, (now) =>
                   reply.activate && now === "idle" ? provide(proc, afterSettle(held)) : Effect.void
