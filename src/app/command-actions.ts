@@ -2,10 +2,12 @@
  * The user's `/workflow` command. Unlike the tool, nothing here creates a turn intent: a direct
  * cancel or pause is the user taking control, so no automatic model turn follows.
  */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import type { CommandInput } from "./command-input.ts"
 import { Engine } from "../engine/engine.ts"
 import type { WorkflowRegistry } from "../engine/registry.ts"
+import { Notifications } from "../notifications/notifications.ts"
+import { oneLine } from "../notifications/text.ts"
 import { PiSession } from "../session/pi-session.ts"
 import { describeRun, describeStatus, failed, ok, type Reply } from "./replies.ts"
 import { runTool, targetRun } from "./tool-actions.ts"
@@ -28,7 +30,7 @@ const reply = (
 
 export const runCommand = (
   input: CommandInput
-): Effect.Effect<CommandReply, never, Engine | WorkflowRegistry | PiSession> =>
+): Effect.Effect<CommandReply, never, Engine | WorkflowRegistry | PiSession | Notifications> =>
   Effect.gen(function* () {
     const engine = yield* Engine
     const sessionId = yield* (yield* PiSession).sessionId
@@ -45,12 +47,22 @@ export const runCommand = (
         return reply(ok(`Queued ${describeRun(run)}`, { runId: run.runId }), { activate: true })
       }
       case "status": {
+        const notifications = yield* Notifications
+        // Each run's newest progress report, on its own line under the run.
+        const progressOf = (runId: string) =>
+          Effect.map(notifications.latestProgress(runId), (text) =>
+            Option.match(text, { onNone: () => "", onSome: (line) => `\n  progress: ${oneLine(line)}` })
+          )
         if (input.runId === undefined) {
           const runs = yield* engine.list(sessionId, { limit: 10 })
           if (runs.length === 0) return reply(ok("No workflow runs in this session."))
-          return reply(ok(runs.map(describeRun).join("\n")))
+          const lines = yield* Effect.forEach(runs, (run) =>
+            Effect.map(progressOf(run.runId), (progress) => `${describeRun(run)}${progress}`)
+          )
+          return reply(ok(lines.join("\n")))
         }
-        return reply(ok(describeStatus(yield* engine.status(input.runId))))
+        const status = yield* engine.status(input.runId)
+        return reply(ok(describeStatus(status, yield* progressOf(input.runId))))
       }
       case "cancel": {
         const runId = yield* targetRun(engine, sessionId, input.runId)

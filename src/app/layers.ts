@@ -25,6 +25,13 @@ import type { RunStore } from "../store/run-store.ts"
 import * as RunStoreSqlite from "../store/run-store-sqlite.ts"
 import type { TurnIntentStore } from "../store/turn-intent-store.ts"
 import * as TurnIntentStoreSqlite from "../store/turn-intent-store-sqlite.ts"
+import * as FinalOnEnd from "../notifications/final-on-end.ts"
+import * as NotificationsLive from "../notifications/notifications.ts"
+import type { Notifications, NotificationsConfig } from "../notifications/notifications.ts"
+import * as NotifierLive from "../notifications/notifier.ts"
+import type { Notifier } from "../notifications/notifier.ts"
+import type { NotificationStore } from "../store/notification-store.ts"
+import * as NotificationStoreSqlite from "../store/notification-store-sqlite.ts"
 import * as SyncOnEligible from "./sync-on-eligible.ts"
 
 export interface AppConfig {
@@ -33,6 +40,7 @@ export interface AppConfig {
   readonly workflows: ReadonlyArray<WorkflowEntry>
   readonly engine?: EngineConfig
   readonly core?: CoreOptions
+  readonly notifications?: NotificationsConfig
 }
 
 export type AppServices =
@@ -43,12 +51,15 @@ export type AppServices =
   | TurnIntentStore
   | RunStore
   | WorkflowRegistry
+  | Notifications
+  | Notifier
+  | NotificationStore
   | Database
   | SqlClient.SqlClient
 
-/** Both stores on one database file. */
+/** Every store on one database file. */
 export const layerStores = (options: DatabaseOptions) =>
-  Layer.merge(TurnIntentStoreSqlite.layer, RunStoreSqlite.layer).pipe(
+  Layer.mergeAll(TurnIntentStoreSqlite.layer, RunStoreSqlite.layer, NotificationStoreSqlite.layer).pipe(
     Layer.provideMerge(Database.layer(options))
   )
 
@@ -63,9 +74,14 @@ export const layerApp = (
   // eligible event (see sync-on-eligible.ts); `core` is one layer value, so it is built once.
   const events = SyncOnEligible.layer.pipe(Layer.provide(core))
   const registry = layerFromDefinitions(config.workflows)
+  // Passive notifications: the Notifier shows them, Notifications takes reports (and is the
+  // engine's StepProgress), and the engine's RunStore writes each run's `final` with its end.
+  const notifier = NotifierLive.layer.pipe(Layer.provideMerge(stores))
+  const notifications = NotificationsLive.layer(config.notifications).pipe(Layer.provideMerge(notifier))
+  const runStore = FinalOnEnd.layer.pipe(Layer.provide(notifications))
   const app = EngineLive.layer(config.engine).pipe(
-    Layer.provide(events),
-    Layer.provideMerge(Layer.merge(core, registry))
+    Layer.provide(Layer.merge(events, runStore)),
+    Layer.provideMerge(Layer.mergeAll(core, registry, notifications))
   )
   // The later layer of a merge wins: the app exposes the decorated SourceEvents.
   return Layer.merge(app, events)

@@ -38,9 +38,9 @@ export const describeRun = (run: RunSummary): string => {
 
 const MAX_STATUS_JSON = 16_000
 
-/** Status as text plus bounded JSON the model can read. */
-export const describeStatus = (status: RunStatus): string => {
+/** Status as text plus bounded JSON the model can read; `extra` goes right under the summary line. */
+export const describeStatus = (status: RunStatus, extra = ""): string => {
   const json = JSON.stringify(status, null, 2)
   const body = json.length <= MAX_STATUS_JSON ? json : `${json.slice(0, MAX_STATUS_JSON)}\n…[truncated]`
-  return `${describeRun(status)}\n${body}`
+  return `${describeRun(status)}${extra}\n${body}`
 }

@@ -7,6 +7,7 @@ import { Effect, Option } from "effect"
 import { Coordinator } from "../delivery/coordinator.ts"
 import { Engine } from "../engine/engine.ts"
 import { AbortBookkeeping } from "../interruption/abort-bookkeeping.ts"
+import { Notifier } from "../notifications/notifier.ts"
 import { PiSession } from "../session/pi-session.ts"
 
 /** Log and continue: a hook failure must never break Pi's event dispatch. */
@@ -25,6 +26,8 @@ export const onSessionStart = Effect.gen(function* () {
   const coordinator = yield* Coordinator
   const engine = yield* Engine
   const sessionId = yield* (yield* PiSession).sessionId
+  // Passive notifications this session missed (stored, never shown): display only, no turn.
+  yield* guarded("notification delivery at session start", (yield* Notifier).deliverPending)
   yield* guarded("fallback sync at session start", coordinator.onSessionStart)
   yield* guarded("run recovery", engine.recover(sessionId))
   yield* guarded("queued launch activation", engine.activate(sessionId))
@@ -70,6 +73,8 @@ export const classifySettle = (aborted: boolean) =>
 export const afterSettle = (held: boolean) =>
   Effect.gen(function* () {
     yield* guarded("fallback sync after settle", (yield* Coordinator).onSettled)
+    // Notifications written by another process for this session's runs.
+    yield* guarded("notification delivery after settle", (yield* Notifier).deliverPending)
     if (!held) {
       const engine = yield* Engine
       yield* guarded("queued launch activation", engine.activate(yield* (yield* PiSession).sessionId))

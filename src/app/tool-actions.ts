@@ -6,6 +6,7 @@ import { Effect, Option } from "effect"
 import type { EngineService } from "../engine/engine.ts"
 import { Engine } from "../engine/engine.ts"
 import { WorkflowRegistry } from "../engine/registry.ts"
+import { Notifications } from "../notifications/notifications.ts"
 import type { ToolInput } from "./tool-input.ts"
 import { PiSession } from "../session/pi-session.ts"
 import { describeRun, describeStatus, failed, ok, type Reply } from "./replies.ts"
@@ -27,7 +28,7 @@ export const targetRun = (engine: EngineService, sessionId: string, runId: strin
 
 export const runTool = (
   input: ToolInput
-): Effect.Effect<Reply, never, Engine | WorkflowRegistry | PiSession> =>
+): Effect.Effect<Reply, never, Engine | WorkflowRegistry | PiSession | Notifications> =>
   Effect.gen(function* () {
     const engine = yield* Engine
     const sessionId = yield* (yield* PiSession).sessionId
@@ -64,6 +65,19 @@ export const runTool = (
         const runId = yield* targetRun(engine, sessionId, input.runId)
         const run = yield* engine.cancel(runId, { by: "agent" })
         return ok(`Cancelled: ${describeRun(run)}`, { runId, state: run.state })
+      }
+      case "progress": {
+        const receipt = yield* (yield* Notifications).progressForRequest({
+          sessionId,
+          requestId: input.requestId,
+          text: input.text
+        })
+        return ok(
+          receipt.status === "stored"
+            ? "Progress noted for the user. Continue the step."
+            : "Progress noted; it replaces a report from under a second ago and is shown shortly. Continue the step.",
+          { ...receipt }
+        )
       }
       case "submit": {
         const receipt = yield* engine.submit({ sessionId, requestId: input.requestId, output: input.output })

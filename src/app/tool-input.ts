@@ -17,7 +17,9 @@ export const ToolInput = Schema.Union(
   Schema.TaggedStruct("start", { workflow: Id, input: Schema.optional(Schema.Unknown) }),
   Schema.TaggedStruct("status", { runId: Schema.optional(Id) }),
   Schema.TaggedStruct("cancel", { runId: Schema.optional(Id) }),
-  Schema.TaggedStruct("submit", { requestId: Id, output: Schema.Unknown })
+  Schema.TaggedStruct("submit", { requestId: Id, output: Schema.Unknown }),
+  // The text's own rules (non-empty, at most 2 KiB) are checked by the notification service.
+  Schema.TaggedStruct("progress", { requestId: Id, text: Schema.String })
 )
 export type ToolInput = typeof ToolInput.Type
 

@@ -10,6 +10,7 @@ import type { CoordinatorService } from "../delivery/coordinator.ts"
 import type { SourceEventsService } from "../interruption/source-events.ts"
 import type { Fence, RunRecord, RunStoreService, StepRecord } from "../store/run-store.ts"
 import type { NodeResult } from "./definition.ts"
+import type { StepProgressService } from "./progress.ts"
 import type { LoadedNode, LoadedWorkflow } from "./validate.ts"
 
 /** Why a runner must stop its current visit now. The first request wins. */
@@ -73,6 +74,8 @@ export interface RunnerDeps {
   readonly settings: EngineSettings
   /** Run an effect detached from the runner (presentations), in the engine's scope. */
   readonly background: (effect: Effect.Effect<void>) => Effect.Effect<void>
+  /** Where `ctx.progress` reports go, when the app wires notifications. */
+  readonly progress: Option.Option<StepProgressService>
 }
 
 export const newId = (prefix: string) => Effect.sync(() => `${prefix}-${randomUUID()}`)

@@ -24,6 +24,12 @@ export interface StepContext {
   readonly results: Readonly<Record<string, NodeResult>>
   /** Aborted when the visit is cancelled, parked, timed out or loses its claim. */
   readonly signal: AbortSignal
+  /**
+   * Report progress to the user (never to the model): non-empty text of at most 2 KiB. Throws at
+   * once on bad text; the Promise settles when the report is stored or coalesced and never
+   * rejects. At most one report per run per second is stored; newer ones replace held ones.
+   */
+  readonly progress: (text: string) => Promise<void>
 }
 
 /** Argument of the optional `presentation` function of a completed run. */

@@ -24,6 +24,7 @@ import { InvalidRunState, InvalidWorkflowInput, RunBusy, SourceChanged } from ".
 import { jsonProblem } from "./json.ts"
 import { type RegisteredWorkflow, WorkflowRegistry } from "./registry.ts"
 import { submit as submitRequest } from "./requests.ts"
+import { StepProgress } from "./progress.ts"
 import { runClaimed } from "./runner.ts"
 import { snapshotOf } from "./snapshot.ts"
 import { type RunSummary, stepView, summarize } from "./status.ts"
@@ -66,6 +67,7 @@ export const make = (config: EngineConfig = {}) =>
     const registry = yield* WorkflowRegistry
     const coordinator = yield* Coordinator
     const events = yield* SourceEvents
+    const progress = yield* Effect.serviceOption(StepProgress)
     const settings = settingsOf(config)
     const fibers = yield* FiberMap.make<string>()
     const detached = yield* FiberSet.make()
@@ -75,7 +77,8 @@ export const make = (config: EngineConfig = {}) =>
       coordinator,
       events,
       settings,
-      background: (effect) => Effect.asVoid(FiberSet.run(detached, effect))
+      background: (effect) => Effect.asVoid(FiberSet.run(detached, effect)),
+      progress
     }
 
     const now = Clock.currentTimeMillis

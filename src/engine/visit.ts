@@ -4,12 +4,13 @@
  * out or losing the claim aborts the context's AbortSignal. The only durable writes here are
  * the request row and the "natural successor sent" mark; settling is the runner's job.
  */
-import { Cause, Deferred, Effect, Either, Ref } from "effect"
+import { Cause, Deferred, Effect, Either, Option, Ref, Runtime } from "effect"
 import type { StoreFailure } from "../domain/errors.ts"
 import { boundReason } from "../domain/facts.ts"
 import type { ClaimLost } from "../store/run-errors.ts"
 import { type ActiveRun, newId, type RunnerDeps, type StopRequest, type VisitState } from "./active-run.ts"
 import type { StepContext } from "./definition.ts"
+import { progressProblem } from "../notifications/text.ts"
 import { jsonProblem } from "./json.ts"
 import { agentStepMessage, DELIVERY } from "./messages.ts"
 import { resolveTimeout, sleepMillis } from "./timeout.ts"
@@ -112,6 +113,25 @@ const agent = (
     return ok(yield* Deferred.await(visit.submitted))
   })
 
+/**
+ * `ctx.progress` for one visit: bad text throws at the caller (an author's bug, like any other
+ * throw in a node); a refused or failed store is logged, so an unawaited call cannot reject.
+ */
+const progressReporter = (deps: RunnerDeps, run: ActiveRun, visit: VisitState) =>
+  Effect.map(Effect.runtime<never>(), (runtime) => (text: string): Promise<void> => {
+    const problem = progressProblem(text)
+    if (problem !== null) throw new TypeError(`ctx.progress: ${problem}`)
+    if (Option.isNone(deps.progress)) return Promise.resolve()
+    const report = deps.progress.value
+      .report({ runId: run.runId, nodeId: visit.nodeId, attemptId: visit.attemptId, text })
+      .pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.logWarning(`workflow run ${run.runId}: progress report not stored`, cause)
+        )
+      )
+    return Runtime.runPromise(runtime)(report)
+  })
+
 const runNode = (deps: RunnerDeps, run: ActiveRun, visit: VisitState) =>
   Effect.suspend(() => {
     const controller = new AbortController()
@@ -122,7 +142,8 @@ const runNode = (deps: RunnerDeps, run: ActiveRun, visit: VisitState) =>
         input: run.input,
         outputs: memory.outputs,
         results: memory.results,
-        signal: controller.signal
+        signal: controller.signal,
+        progress: yield* progressReporter(deps, run, visit)
       }
       const limit = yield* resolveTimeout(visit.node.timeout, context, deps.settings.defaultTimeoutMs).pipe(
         Effect.either

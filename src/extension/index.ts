@@ -7,6 +7,7 @@
  * it, since the application opens once and every handler goes through it.
  */
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent"
+import { withoutNotifications } from "./context-filter.ts"
 import { registerDeferredTurnRenderer } from "./renderer.ts"
 import type { SessionApp } from "./session-app.ts"
 import { toolParameters } from "./tool-parameters.ts"
@@ -14,7 +15,8 @@ import { toolParameters } from "./tool-parameters.ts"
 const TOOL_DESCRIPTION =
   "Run and control multi-step workflows. Actions: list (available workflows), start {workflow, input?} " +
   "(queued; it starts after this turn ends and its steps arrive as new messages), status {runId?}, " +
-  "cancel {runId?}, submit {requestId, output} (answer a workflow step message)."
+  "cancel {runId?}, submit {requestId, output} (answer a workflow step message), " +
+  "progress {requestId, text} (a short progress line for the user while you work on a step)."
 
 export default function piWorkflowTurns(pi: ExtensionAPI): void {
   let loading: Promise<SessionApp> | undefined
@@ -50,6 +52,12 @@ export default function piWorkflowTurns(pi: ExtensionAPI): void {
       if (ctx.hasUI) ctx.ui.notify(text, "error")
       else process.stderr.write(`[pi-workflow-turns] error: ${text}\n`)
     })
+  })
+
+  // Notifications are for the user only: no model request ever includes them.
+  pi.on("context", (event) => {
+    const messages = withoutNotifications(event.messages)
+    return messages === undefined ? undefined : { messages }
   })
 
   pi.on("agent_start", async (_event, ctx) => (await app()).observe(ctx))

@@ -16,7 +16,12 @@ export const toolParameters = Type.Object({
     Type.String({ description: "status/cancel: the run (defaults to this session's active run)" })
   ),
   requestId: Type.Optional(
-    Type.String({ description: "submit: the requestId from the workflow step message" })
+    Type.String({ description: "submit/progress: the requestId from the workflow step message" })
+  ),
+  text: Type.Optional(
+    Type.String({
+      description: "progress: one short line for the user (at most 2 KiB); the model never sees it"
+    })
   ),
   output: Type.Optional(Type.Unknown({ description: "submit: the step's output (JSON)" }))
 })

@@ -13,7 +13,8 @@ const context: StepContext = {
   input: { limit: 1234 },
   outputs: {},
   results: {},
-  signal: new AbortController().signal
+  signal: new AbortController().signal,
+  progress: () => Promise.resolve()
 }
 
 const spec = (value: unknown) =>

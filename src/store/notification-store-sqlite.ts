@@ -1,0 +1,160 @@
+/**
+ * NotificationStore on the controller SQLite database. Each operation is one statement, so it
+ * needs no explicit transaction; callers that must write a notification together with another
+ * change (a run's end and its `final`) wrap both in `Database.immediate`.
+ */
+import { SqlClient } from "@effect/sql"
+import { Clock, Effect, Layer, Option, Schema } from "effect"
+import { InvalidInput } from "../domain/errors.ts"
+import { Database, type DatabaseOptions, type OpenError, storeFailure } from "./database.ts"
+import {
+  type Notification,
+  NotificationPayload,
+  NotificationStore,
+  type NotificationStoreService
+} from "./notification-store.ts"
+
+const MAX_LIMIT = 1_000
+const MAX_ID = 512
+
+const Row = Schema.Struct({
+  notification_id: Schema.String,
+  run_id: Schema.String,
+  target_session_id: Schema.String,
+  kind: Schema.Literal("progress", "final"),
+  payload_json: Schema.parseJson(NotificationPayload),
+  created_at: Schema.String,
+  delivered_at: Schema.NullOr(Schema.String)
+})
+const decodeRows = Schema.decodeUnknown(Schema.Array(Row), { onExcessProperty: "error" })
+const decodeTaken = Schema.decodeUnknown(
+  Schema.Array(Schema.extend(Row, Schema.Struct({ seq: Schema.Number }))),
+  {
+    onExcessProperty: "error"
+  }
+)
+
+const toNotification = (row: typeof Row.Type): Notification => ({
+  notificationId: row.notification_id,
+  runId: row.run_id,
+  targetSessionId: row.target_session_id,
+  kind: row.kind,
+  payload: row.payload_json,
+  createdAt: row.created_at,
+  deliveredAt: row.delivered_at
+})
+
+const iso = (millis: number) => new Date(millis).toISOString()
+
+const badId = (field: string, value: string): InvalidInput | null =>
+  value.length >= 1 && value.length <= MAX_ID
+    ? null
+    : new InvalidInput({ field, message: `${field} must be 1-${MAX_ID} characters` })
+
+const badLimit = (limit: number): InvalidInput | null =>
+  Number.isInteger(limit) && limit >= 1 && limit <= MAX_LIMIT
+    ? null
+    : new InvalidInput({ field: "limit", message: `limit must be an integer from 1 to ${MAX_LIMIT}` })
+
+const firstProblem = (...problems: ReadonlyArray<InvalidInput | null>) =>
+  problems.find((p): p is InvalidInput => p !== null)
+
+const COLUMNS = "notification_id, run_id, target_session_id, kind, payload_json, created_at, delivered_at"
+
+export const make = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+
+  const decoded = (operation: string) => (rows: ReadonlyArray<unknown>) =>
+    decodeRows(rows).pipe(
+      Effect.map((found) => found.map(toNotification)),
+      Effect.mapError(storeFailure(operation))
+    )
+
+  const insert: NotificationStoreService["insert"] = (input) =>
+    Effect.gen(function* () {
+      const problem = firstProblem(
+        badId("notificationId", input.notificationId),
+        badId("runId", input.runId),
+        badId("targetSessionId", input.targetSessionId)
+      )
+      if (problem !== undefined) return yield* problem
+      const payload = yield* Schema.encode(Schema.parseJson(NotificationPayload))(input.payload).pipe(
+        Effect.mapError((error) => new InvalidInput({ field: "payload", message: error.message }))
+      )
+      const now = iso(yield* Clock.currentTimeMillis)
+      const rows = yield* sql`INSERT INTO workflow_notifications (${sql.literal(COLUMNS)})
+          VALUES (${input.notificationId}, ${input.runId}, ${input.targetSessionId}, ${input.payload.kind},
+            ${payload}, ${now}, NULL)
+          ON CONFLICT (notification_id) DO NOTHING
+          RETURNING notification_id`.pipe(Effect.mapError(storeFailure("insertNotification")))
+      return rows.length > 0
+    })
+
+  const latest: NotificationStoreService["latest"] = (runId, kind) =>
+    sql`SELECT ${sql.literal(COLUMNS)} FROM workflow_notifications
+        WHERE run_id = ${runId} AND kind = ${kind}
+        ORDER BY created_at DESC, rowid DESC LIMIT 1`.pipe(
+      Effect.mapError(storeFailure("latestNotification")),
+      Effect.flatMap(decoded("latestNotification")),
+      Effect.map((found) => Option.fromNullable(found[0]))
+    )
+
+  const takePending: NotificationStoreService["takePending"] = (input) =>
+    Effect.gen(function* () {
+      const problem = firstProblem(badId("targetSessionId", input.targetSessionId), badLimit(input.limit))
+      if (problem !== undefined) return yield* problem
+      const now = iso(yield* Clock.currentTimeMillis)
+      // One statement marks them all, so two deliverers can never take the same row.
+      const rows = yield* sql`UPDATE workflow_notifications SET delivered_at = ${now}
+          WHERE rowid IN (SELECT rowid FROM workflow_notifications
+            WHERE target_session_id = ${input.targetSessionId} AND delivered_at IS NULL
+            ORDER BY created_at, rowid LIMIT ${input.limit})
+          RETURNING rowid AS seq, ${sql.literal(COLUMNS)}`.pipe(Effect.mapError(storeFailure("takePending")))
+      const found = yield* decodeTaken(rows).pipe(Effect.mapError(storeFailure("takePending")))
+      // RETURNING has no defined order: restore creation order (rowid breaks ties).
+      return [...found]
+        .sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.seq - b.seq))
+        .map(toNotification)
+    })
+
+  const list: NotificationStoreService["list"] = (input) =>
+    Effect.gen(function* () {
+      const problem = firstProblem(
+        badLimit(input.limit),
+        input.runId === undefined ? null : badId("runId", input.runId),
+        input.targetSessionId === undefined ? null : badId("targetSessionId", input.targetSessionId)
+      )
+      if (problem !== undefined) return yield* problem
+      const state = input.state ?? "all"
+      if (state !== "all" && state !== "pending" && state !== "delivered") {
+        return yield* new InvalidInput({ field: "state", message: "state must be pending, delivered or all" })
+      }
+      const where = [
+        input.runId === undefined ? sql`1 = 1` : sql`run_id = ${input.runId}`,
+        input.targetSessionId === undefined ? sql`1 = 1` : sql`target_session_id = ${input.targetSessionId}`,
+        state === "pending"
+          ? sql`delivered_at IS NULL`
+          : state === "delivered"
+            ? sql`delivered_at IS NOT NULL`
+            : sql`1 = 1`
+      ]
+      return yield* sql`SELECT ${sql.literal(COLUMNS)} FROM workflow_notifications
+          WHERE ${sql.and(where)} ORDER BY created_at, rowid LIMIT ${input.limit}`.pipe(
+        Effect.mapError(storeFailure("listNotifications")),
+        Effect.flatMap(decoded("listNotifications"))
+      )
+    })
+
+  return NotificationStore.of({ insert, latest, takePending, list })
+})
+
+export const layer: Layer.Layer<NotificationStore, never, SqlClient.SqlClient> = Layer.effect(
+  NotificationStore,
+  make
+)
+
+/** The store plus its database, for tests and standalone use. */
+export const layerSqlite = (
+  options: DatabaseOptions
+): Layer.Layer<NotificationStore | Database | SqlClient.SqlClient, OpenError> =>
+  layer.pipe(Layer.provideMerge(Database.layer(options)))
