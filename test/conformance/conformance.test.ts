@@ -6,6 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Scope, TestClock } from "effect"
 import type { SourceEvent } from "../../src/domain/source-event.ts"
+import { makeKit, newRun } from "../notifications/kit.ts"
 import { tempDbPath } from "../support/temp-db.ts"
 import type { Harness } from "./harness.ts"
 import {
@@ -356,24 +357,29 @@ describe("conformance: passive workflow notifications keep their current behavio
   it.scoped("progress and final notifications start no turn and neither claim nor resolve an intent", () =>
     Effect.gen(function* () {
       const h = yield* makeHarness()
+      // The notification services on the same database and the same Pi session.
+      const n = yield* makeKit({ path: h.path, sessionContext: h.sessionContext })
+      yield* n.runs.reserve(newRun("run-1", "session-1"))
       const { intentId } = yield* h.events.publish(terminal("failed", null))
       yield* h.fake.startTurn
-      for (const kind of ["progress", "final"]) {
-        yield* h.session.send(
-          {
-            customType: "pi-workflows-notification",
-            content: `${kind} report`,
-            display: true,
-            details: { kind, runId: "run-1" }
-          },
-          { deliverAs: "nextTurn", triggerTurn: false }
-        )
-      }
+      yield* n.notifications.progress({
+        runId: "run-1",
+        text: "progress report",
+        nodeId: null,
+        attemptId: null
+      })
+      // The run ends: its one final notification is written with the end and shown.
+      yield* n.endingRuns.cancel("run-1", "user")
       yield* h.fake.settle()
+      const shown = yield* n.shown
+      expect(shown.map((r) => r.message.details.kind)).toEqual(["progress", "final"])
+      expect(shown.every((r) => !r.options.triggerTurn && !r.startedTurn && r.message.display)).toBe(true)
+      expect(yield* n.store.list({ state: "pending", limit: 10 })).toEqual([])
       expect(yield* h.fake.triggeredTurns).toBe(0)
       expect((yield* h.intents)[0]).toMatchObject({ resolvedAt: null, deliveryClaimToken: null })
       // The intent is still owed its successor turn: the notifications did not satisfy it.
       expect((yield* h.coordinator.syncFallbacks("periodic")).delivered).toEqual([intentId])
+      expect(yield* h.sentOfType(FALLBACK)).toHaveLength(1)
     })
   )
 })
