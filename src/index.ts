@@ -13,6 +13,8 @@ export * as TurnIntent from "./domain/turn-intent.ts"
 
 // Stores
 export * as Database from "./store/database.ts"
+export * as NotificationStore from "./store/notification-store.ts"
+export * as NotificationStoreSqlite from "./store/notification-store-sqlite.ts"
 export * as RunStore from "./store/run-store.ts"
 export * as RunStoreSqlite from "./store/run-store-sqlite.ts"
 export * as TurnIntentStore from "./store/turn-intent-store.ts"
@@ -27,6 +29,10 @@ export * as FallbackMessage from "./delivery/fallback-message.ts"
 export * as Interruptions from "./interruption/interruptions.ts"
 export * as PiSession from "./session/pi-session.ts"
 export * as SourceEvents from "./interruption/source-events.ts"
+
+// Passive notifications (progress, final)
+export * as Notifications from "./notifications/notifications.ts"
+export * as Notifier from "./notifications/notifier.ts"
 
 // Workflow engine
 export { defineWorkflow } from "./engine/definition.ts"
