@@ -21,6 +21,9 @@ import * as EngineLive from "../../src/engine/engine-live.ts"
 import { layerFromDefinitions } from "../../src/engine/registry.ts"
 import { AbortBookkeeping, make as makeBookkeeping } from "../../src/interruption/abort-bookkeeping.ts"
 import * as Interruptions from "../../src/interruption/interruptions.ts"
+import * as FinalOnEnd from "../../src/notifications/final-on-end.ts"
+import * as NotificationsLive from "../../src/notifications/notifications.ts"
+import * as NotifierLive from "../../src/notifications/notifier.ts"
 import { makeFake } from "../../src/session/pi-session-fake.ts"
 import {
   type CustomMessage,
@@ -29,6 +32,8 @@ import {
   type PiSessionService
 } from "../../src/session/pi-session.ts"
 import { Database } from "../../src/store/database.ts"
+import { NotificationStore } from "../../src/store/notification-store.ts"
+import * as NotificationStoreSqlite from "../../src/store/notification-store-sqlite.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
@@ -66,14 +71,19 @@ const appLayer = (options: {
   readonly session: PiSessionService
   readonly bookkeeping: Context.Tag.Service<AbortBookkeeping>
 }) => {
-  const stores = Layer.merge(TurnIntentStoreSqlite.layer, RunStoreSqlite.layer).pipe(
+  const stores = Layer.mergeAll(TurnIntentStoreSqlite.layer, RunStoreSqlite.layer, NotificationStoreSqlite.layer).pipe(
     Layer.provideMerge(Database.layer({ filename: options.filename, busyTimeoutMs: 50 }))
   )
   const faulty = Layer.effectContext(
     Effect.gen(function* () {
       const intents = gated(yield* TurnIntentStore, options.gate)
       const runs = gated(yield* RunStore, options.gate)
-      return Context.make(TurnIntentStore, intents).pipe(Context.add(RunStore, runs))
+      const notifications = gated(yield* NotificationStore, options.gate)
+      return Context.make(TurnIntentStore, intents).pipe(
+        Context.add(RunStore, runs),
+        Context.add(NotificationStore, notifications),
+        Context.add(Database, yield* Database)
+      )
     })
   ).pipe(Layer.provide(stores))
   const base = Layer.mergeAll(
@@ -87,9 +97,13 @@ const appLayer = (options: {
     Interruptions.layer({})
   ).pipe(Layer.provideMerge(base))
   const events = SyncOnEligible.layer.pipe(Layer.provide(core))
+  // Passive notifications, as src/app/layers.ts wires them.
+  const notifier = NotifierLive.layer.pipe(Layer.provideMerge(base))
+  const notifications = NotificationsLive.layer().pipe(Layer.provideMerge(notifier))
+  const runStore = FinalOnEnd.layer.pipe(Layer.provide(notifications))
   const app = EngineLive.layer({ leaseMs: RUN_LEASE_MS, renewEveryMs: RUN_LEASE_MS / 3 }).pipe(
-    Layer.provide(events),
-    Layer.provideMerge(Layer.merge(core, layerFromDefinitions(WORKFLOWS)))
+    Layer.provide(Layer.merge(events, runStore)),
+    Layer.provideMerge(Layer.mergeAll(core, layerFromDefinitions(WORKFLOWS), notifications))
   )
   return Layer.merge(app, events)
 }
