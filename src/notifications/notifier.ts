@@ -29,28 +29,36 @@ export const make = Effect.gen(function* () {
   // One deliverer at a time keeps the shown order equal to the stored order.
   const lock = yield* Effect.makeSemaphore(1)
 
+  /** Take a batch and show it; uninterruptible, so an interruption never falls between the two. */
+  const batch = Effect.uninterruptible(
+    Effect.gen(function* () {
+      const targetSessionId = yield* session.sessionId
+      const taken = yield* store
+        .takePending({ targetSessionId, limit: BATCH })
+        .pipe(Effect.catchTag("InvalidInput", () => Effect.succeed([])))
+      let shown = 0
+      for (const notification of taken) {
+        yield* session.send(displayMessage(notification), { deliverAs: "followUp", triggerTurn: false }).pipe(
+          Effect.zipRight(Effect.sync(() => shown++)),
+          Effect.catchTag("SendFailed", (error) =>
+            Effect.logWarning(
+              `notification ${notification.notificationId} was marked delivered but Pi refused it: ${error.message}`
+            )
+          )
+        )
+      }
+      return { taken: taken.length, shown }
+    })
+  )
+
   const deliverPending: NotifierService["deliverPending"] = lock.withPermits(1)(
     Effect.gen(function* () {
       let shown = 0
       while (true) {
         if ((yield* session.lifecycle).shuttingDown) return shown
-        const targetSessionId = yield* session.sessionId
-        const batch = yield* store
-          .takePending({ targetSessionId, limit: BATCH })
-          .pipe(Effect.catchTag("InvalidInput", () => Effect.succeed([])))
-        for (const notification of batch) {
-          yield* session
-            .send(displayMessage(notification), { deliverAs: "followUp", triggerTurn: false })
-            .pipe(
-              Effect.zipRight(Effect.sync(() => shown++)),
-              Effect.catchTag("SendFailed", (error) =>
-                Effect.logWarning(
-                  `notification ${notification.notificationId} was marked delivered but Pi refused it: ${error.message}`
-                )
-              )
-            )
-        }
-        if (batch.length < BATCH) return shown
+        const result = yield* batch
+        shown += result.shown
+        if (result.taken < BATCH) return shown
       }
     })
   )

@@ -224,6 +224,30 @@ describe("delivery", () => {
     })
   )
 
+  it.scoped("a long backlog is shown whole, in stored order, across batches", () =>
+    Effect.gen(function* () {
+      const k = yield* makeKit()
+      for (let i = 0; i < 120; i++) {
+        yield* k.store.insert({
+          notificationId: `n-${i}`,
+          runId: "r1",
+          targetSessionId: "s1",
+          payload: {
+            schema: NOTIFICATION_SCHEMA,
+            kind: "progress",
+            workflowName: "demo",
+            text: `step ${i}`,
+            nodeId: null,
+            attemptId: null
+          }
+        })
+      }
+      expect(yield* k.notifier.deliverPending).toBe(120)
+      const shown = (yield* k.shown).map((r) => r.message.content)
+      expect(shown).toEqual(Array.from({ length: 120 }, (_, i) => `Workflow demo (run r1): step ${i}`))
+    })
+  )
+
   it.scoped("nothing is taken while Pi shuts down; the next start shows it", () =>
     Effect.gen(function* () {
       const k = yield* makeKit()
