@@ -4,7 +4,7 @@
  * change (a run's end and its `final`) wrap both in `Database.immediate`.
  */
 import { SqlClient } from "@effect/sql"
-import { Clock, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Effect, Either, Layer, Option, type ParseResult, Schema } from "effect"
 import { InvalidInput } from "../domain/errors.ts"
 import { Database, type DatabaseOptions, type OpenError, storeFailure } from "./database.ts"
 import {
@@ -26,13 +26,32 @@ const Row = Schema.Struct({
   created_at: Schema.String,
   delivered_at: Schema.NullOr(Schema.String)
 })
-const decodeRows = Schema.decodeUnknown(Schema.Array(Row), { onExcessProperty: "error" })
-const decodeTaken = Schema.decodeUnknown(
-  Schema.Array(Schema.extend(Row, Schema.Struct({ seq: Schema.Number }))),
-  {
-    onExcessProperty: "error"
-  }
-)
+const decodeRow = Schema.decodeUnknownEither(Row, { onExcessProperty: "error" })
+const decodeTakenRow = Schema.decodeUnknownEither(Schema.extend(Row, Schema.Struct({ seq: Schema.Number })), {
+  onExcessProperty: "error"
+})
+
+/**
+ * Rows that do not decode (an alpha-era payload, a row some other tool wrote) are left out with
+ * a warning instead of failing the whole read: one bad row must not hide every other notification.
+ */
+const decodeEach = <A>(
+  operation: string,
+  rows: ReadonlyArray<unknown>,
+  decode: (row: unknown) => Either.Either<A, ParseResult.ParseError>
+): Effect.Effect<ReadonlyArray<A>> =>
+  Effect.gen(function* () {
+    const out: Array<A> = []
+    for (const row of rows) {
+      const result = decode(row)
+      if (Either.isRight(result)) out.push(result.right)
+      else
+        yield* Effect.logWarning(
+          `${operation}: skipped a notification row that does not decode: ${result.left.message}`
+        )
+    }
+    return out
+  })
 
 const toNotification = (row: typeof Row.Type): Notification => ({
   notificationId: row.notification_id,
@@ -65,10 +84,7 @@ export const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
 
   const decoded = (operation: string) => (rows: ReadonlyArray<unknown>) =>
-    decodeRows(rows).pipe(
-      Effect.map((found) => found.map(toNotification)),
-      Effect.mapError(storeFailure(operation))
-    )
+    Effect.map(decodeEach(operation, rows, decodeRow), (found) => found.map(toNotification))
 
   const insert: NotificationStoreService["insert"] = (input) =>
     Effect.gen(function* () {
@@ -110,7 +126,7 @@ export const make = Effect.gen(function* () {
             WHERE target_session_id = ${input.targetSessionId} AND delivered_at IS NULL
             ORDER BY created_at, rowid LIMIT ${input.limit})
           RETURNING rowid AS seq, ${sql.literal(COLUMNS)}`.pipe(Effect.mapError(storeFailure("takePending")))
-      const found = yield* decodeTaken(rows).pipe(Effect.mapError(storeFailure("takePending")))
+      const found = yield* decodeEach("takePending", rows, decodeTakenRow)
       // RETURNING has no defined order: restore creation order (rowid breaks ties).
       return [...found]
         .sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.seq - b.seq))

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import Sqlite from "better-sqlite3"
 import { Effect, Either, Fiber, TestClock } from "effect"
 import { finalNotificationId } from "../../src/notifications/final-on-end.ts"
 import { NOTIFICATION_SCHEMA, type NotificationPayload } from "../../src/store/notification-store.ts"
@@ -245,6 +246,34 @@ describe("delivery", () => {
       expect(yield* k.notifier.deliverPending).toBe(120)
       const shown = (yield* k.shown).map((r) => r.message.content)
       expect(shown).toEqual(Array.from({ length: 120 }, (_, i) => `Workflow demo (run r1): step ${i}`))
+    })
+  )
+
+  it.scoped("a row that does not decode (an alpha-era payload) is skipped, not fatal", () =>
+    Effect.gen(function* () {
+      const k = yield* makeKit()
+      const raw = new Sqlite(k.path)
+      raw
+        .prepare(
+          "INSERT INTO workflow_notifications VALUES ('old', 'r0', 's1', 'progress', '{\"message\":\"alpha\"}', '1970-01-01T00:00:00.000Z', NULL)"
+        )
+        .run()
+      raw.close()
+      yield* k.store.insert({
+        notificationId: "new",
+        runId: "r1",
+        targetSessionId: "s1",
+        payload: {
+          schema: NOTIFICATION_SCHEMA,
+          kind: "final",
+          workflowName: "demo",
+          state: "completed",
+          summary: "done"
+        }
+      })
+      expect(yield* k.notifier.deliverPending).toBe(1)
+      expect((yield* k.shown).map((r) => r.message.content)).toEqual(["Workflow demo (run r1) done"])
+      expect((yield* k.all).map((n) => n.notificationId)).toEqual(["new"])
     })
   )
 
