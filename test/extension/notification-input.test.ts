@@ -2,7 +2,7 @@ import { Either } from "effect"
 import { describe, expect, it } from "vitest"
 import { NOTIFICATION_TYPE } from "../../src/domain/message-types.ts"
 import { withoutNotifications } from "../../src/extension/context-filter.ts"
-import { decodeToolInput } from "../../src/extension/tool-input.ts"
+import { decodeToolInput } from "../../src/app/tool-input.ts"
 import { TOOL_ACTIONS, toolParameters } from "../../src/extension/tool-parameters.ts"
 
 describe("the progress action's input", () => {
