@@ -1,5 +1,5 @@
 /**
- * The `pi-workflow-turns` bin. Runs the @effect/cli commands and turns every failure into one
+ * The `pi-workflow-turns` program (`bin.ts` is the executable). Runs the @effect/cli commands and turns every failure into one
  * line on stderr and a non-zero exit: 1 when the answer is "no" (doctor found problems, an ID
  * does not exist), 2 for bad input or a database that cannot be read, 70 for a bug. Never a
  * stack trace.
@@ -88,5 +88,3 @@ export const main = async (argv: ReadonlyArray<string>): Promise<number> => {
   say(line)
   return code
 }
-
-process.exitCode = await main(process.argv)
