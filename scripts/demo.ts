@@ -177,7 +177,7 @@ if (failed.length === 0) {
   out("  node dist/cli.js doctor            check a controller database, read-only (the `pi-workflow-turns`")
   out("                                     bin once installed; docs/cli.md); `runs` and `intents` list,")
   out("                                     `show <runId|intentId>` shows one in full with its history")
-  out('  README.md "Use it in Pi"          install the extension in your own Pi')
+  out('  README.md "Use it in Pi"           install the extension in your own Pi')
   out("  docs/reliability.md                what is guaranteed, and what happens on a crash")
   process.exit(0)
 }
