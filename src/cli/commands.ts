@@ -6,10 +6,9 @@
 import { existsSync, statSync } from "node:fs"
 import { resolve } from "node:path"
 import { Args, Command, Options } from "@effect/cli"
-import { SqlClient } from "@effect/sql"
 import { Clock, Console, Data, Effect, Layer, Option } from "effect"
 import { resolveDbPath } from "../extension/db-path.ts"
-import { Database } from "../store/database.ts"
+import { Database, legacyLaunchFailures } from "../store/database.ts"
 import { RunState, RunStore } from "../store/run-store.ts"
 import * as RunStoreSqlite from "../store/run-store-sqlite.ts"
 import { MAX_LIST_LIMIT, TurnIntentStore } from "../store/turn-intent-store.ts"
@@ -76,7 +75,12 @@ export const databasePath = (db: Option.Option<string>) =>
       new CliFailure({ message: error instanceof Error ? error.message : String(error), exitCode: 2 })
   })
 
-type Stores = TurnIntentStore | RunStore | Database | SqlClient.SqlClient
+const storesAt = (path: string) =>
+  Layer.merge(TurnIntentStoreSqlite.layer, RunStoreSqlite.layer).pipe(
+    Layer.provideMerge(Database.layer({ filename: path, readonly: true, busyTimeoutMs: BUSY_TIMEOUT_MS }))
+  )
+
+type Stores = Layer.Layer.Success<ReturnType<typeof storesAt>>
 
 /** Run `program` over the stores of the file, opened read-only. */
 const withStores = <A, E>(
@@ -94,10 +98,7 @@ const withStores = <A, E>(
         exitCode: 2
       })
     }
-    const stores = Layer.merge(TurnIntentStoreSqlite.layer, RunStoreSqlite.layer).pipe(
-      Layer.provideMerge(Database.layer({ filename: path, readonly: true, busyTimeoutMs: BUSY_TIMEOUT_MS }))
-    )
-    return yield* Effect.provide(program(path), stores)
+    return yield* Effect.provide(program(path), storesAt(path))
   })
 
 const fileExists = (path: string): boolean => existsSync(path) && statSync(path).isFile()
@@ -207,23 +208,6 @@ const show = Command.make(
     )
 ).pipe(Command.withDescription("one turn intent (its life) or run (its steps and intents) in full"))
 
-/** Undelivered launch failures of the earlier alpha table, if the file still has it. */
-const legacyPending = Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  const tables = yield* sql<{ name: string }>`
-    SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'workflow_notifications'`
-  if (tables.length === 0) return 0
-  const rows = yield* sql<{ pending: number }>`
-    SELECT count(*) AS pending FROM workflow_notifications
-    WHERE kind = 'launch_failure' AND delivered_at IS NULL`
-  return Number(rows[0]?.pending ?? 0)
-}).pipe(
-  Effect.mapError(
-    (error) =>
-      new CliFailure({ message: `cannot read workflow_notifications: ${error.message}`, exitCode: 2 })
-  )
-)
-
 const doctor = Command.make(
   "doctor",
   {
@@ -248,7 +232,7 @@ const doctor = Command.make(
           databasePath: path,
           now,
           staleMs: args.stale * 60_000,
-          legacyPending: yield* legacyPending,
+          legacyPending: yield* legacyLaunchFailures,
           pending: yield* (yield* TurnIntentStore).list({ state: "pending", limit: MAX_LIST_LIMIT }),
           running: yield* (yield* RunStore).list({ state: "running", limit: 1_000 })
         })

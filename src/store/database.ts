@@ -177,6 +177,20 @@ const legacyCheck = (sql: SqlClient.SqlClient, filename: string) =>
     }
   })
 
+/** Undelivered `launch_failure` rows of the earlier alpha notifications table (0 without one). */
+export const legacyLaunchFailures: Effect.Effect<number, StoreFailure, SqlClient.SqlClient> = Effect.gen(
+  function* () {
+    const sql = yield* SqlClient.SqlClient
+    const tables = yield* sql<{ name: string }>`
+      SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'workflow_notifications'`
+    if (tables.length === 0) return 0
+    const rows = yield* sql<{ pending: number }>`
+      SELECT count(*) AS pending FROM workflow_notifications
+      WHERE kind = 'launch_failure' AND delivered_at IS NULL`
+    return Number(rows[0]?.pending ?? 0)
+  }
+).pipe(Effect.mapError(storeFailure("legacyLaunchFailures")))
+
 /** A read-only open: the file must be a controller database of this schema version. */
 const schemaCheck = (sql: SqlClient.SqlClient, filename: string) =>
   Effect.gen(function* () {
