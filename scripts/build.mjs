@@ -169,6 +169,27 @@ const buildLibrary = () => {
   }
 }
 
+// The operator CLI (package.json `bin`, docs/cli.md): one self-contained file that plain `node`
+// runs, like the extension (a global install gets the dependencies, not the peers).
+const buildCli = async () => {
+  rmSync(join(outdir, "cli.js"), { force: true })
+  await build({
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node22",
+    legalComments: "none",
+    logLevel: "warning",
+    banner: {
+      js: "#!/usr/bin/env node\nimport { createRequire as __pwtRequire } from 'node:module'; const require = __pwtRequire(import.meta.url);"
+    },
+    entryPoints: { cli: "src/cli/bin.ts" },
+    outdir,
+    external: ["better-sqlite3"]
+  })
+}
+
 if (only === undefined) rmSync(outdir, { recursive: true, force: true })
 if (only !== "lib") await buildExtension()
 if (only !== "extension") buildLibrary()
+if (only === undefined || only === "cli") await buildCli()

@@ -172,6 +172,13 @@ if (failed.length === 0) {
     `All ${results.length} scenario(s) behaved in ${seconds(total)}: each interruption that owes a turn got exactly`
   )
   out("one successor (a recovery prompt or one fallback); the paths that owe none got no extra turn.")
+  out()
+  out("Where to look next:")
+  out("  node dist/cli.js doctor            check a controller database, read-only (the `pi-workflow-turns`")
+  out("                                     bin once installed; docs/cli.md); `runs` and `intents` list,")
+  out("                                     `show <runId|intentId>` shows one in full with its history")
+  out('  README.md "Use it in Pi"           install the extension in your own Pi')
+  out("  docs/reliability.md                what is guaranteed, and what happens on a crash")
   process.exit(0)
 }
 out(

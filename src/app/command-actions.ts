@@ -2,15 +2,15 @@
  * The user's `/workflow` command. Unlike the tool, nothing here creates a turn intent: a direct
  * cancel or pause is the user taking control, so no automatic model turn follows.
  */
-import { Effect, Option } from "effect"
+import { Clock, Effect, Option } from "effect"
 import type { CommandInput } from "./command-input.ts"
 import { Engine } from "../engine/engine.ts"
 import type { WorkflowRegistry } from "../engine/registry.ts"
 import { Notifications } from "../notifications/notifications.ts"
 import { oneLine } from "../notifications/text.ts"
 import { PiSession } from "../session/pi-session.ts"
-import { describeRun, describeStatus, failed, ok, type Reply } from "./replies.ts"
-import { runTool, targetRun } from "./tool-actions.ts"
+import { cancelledWithTurn, describeRun, failed, ok, type Reply, readableStatus } from "./replies.ts"
+import { NoActiveRun, runTool, targetRun } from "./tool-actions.ts"
 
 export interface CommandReply extends Reply {
   /** The user resumed or cancelled a held workflow: fallback delivery may continue. */
@@ -62,12 +62,30 @@ export const runCommand = (
           return reply(ok(lines.join("\n")))
         }
         const status = yield* engine.status(input.runId)
-        return reply(ok(describeStatus(status, yield* progressOf(input.runId))))
+        const progress = yield* progressOf(input.runId)
+        return reply(
+          ok(`${readableStatus(status, yield* Clock.currentTimeMillis)}${progress}`, {
+            runId: status.runId,
+            status
+          })
+        )
       }
       case "cancel": {
         const runId = yield* targetRun(engine, sessionId, input.runId)
+        const session = yield* PiSession
+        // Is the model working on this run's step right now? Then its turn stops too.
+        const active = yield* engine.active(sessionId)
+        const stepTurn =
+          Option.isSome(active) &&
+          active.value.runId === runId &&
+          active.value.openRequestId !== null &&
+          !(yield* session.isIdle)
+        const cancelled = yield* engine.cancel(runId, { by: "user" })
+        // Abort only after the cancel is stored: the settle that follows then finds no active
+        // run to hold, and no successor turn is owed (the user is at the keyboard).
+        if (stepTurn) yield* session.abort
         // A cancelled run is no longer held: fallbacks and launches may continue.
-        return reply(ok(`Cancelled ${describeRun(yield* engine.cancel(runId, { by: "user" }))}`), {
+        return reply(ok(stepTurn ? cancelledWithTurn(cancelled) : `Cancelled ${describeRun(cancelled)}`), {
           releaseHold: true
         })
       }
@@ -80,4 +98,20 @@ export const runCommand = (
         return reply(ok(`Resumed ${describeRun(yield* engine.resume(runId))}`), { releaseHold: true })
       }
     }
-  }).pipe(Effect.catchAll((error) => Effect.succeed(reply(failed(input._tag, error)))))
+  }).pipe(
+    Effect.catchAll((error) =>
+      Effect.succeed(
+        reply(
+          error instanceof NoActiveRun
+            ? {
+                text:
+                  `Nothing to ${input._tag}: this session has no active workflow run. ` +
+                  `To ${input._tag} another run, give its ID: /workflow ${input._tag} <runId> (/workflow status lists them).`,
+                isError: true,
+                details: { error: "NoActiveRun" }
+              }
+            : failed(input._tag, error)
+        )
+      )
+    )
+  )

@@ -1,5 +1,6 @@
 /** Text replies for the tool and the command: short, factual, bounded. */
-import type { RunStatus, RunSummary } from "../engine/engine.ts"
+import type { RunStatus, RunSummary, StepView } from "../engine/engine.ts"
+import { duration, relative } from "./time-text.ts"
 
 export interface Reply {
   readonly text: string
@@ -15,14 +16,19 @@ export const ok = (text: string, details: Readonly<Record<string, unknown>> = {}
 
 const MAX_ERROR_TEXT = 2_000
 
-/** Every failure of a tool or command action becomes one readable line, never a stack trace. */
+/**
+ * Every failure of a tool or command action becomes one readable line, never a stack trace.
+ * The error's kind stays in `details` for programs; people read only the message.
+ */
 export const failed = (action: string, error: unknown): Reply => {
   const tag =
     typeof error === "object" && error !== null && "_tag" in error && typeof error._tag === "string"
       ? error._tag
-      : "Error"
+      : error instanceof Error && error.name !== "Error"
+        ? error.name
+        : "Error"
   const message = error instanceof Error ? error.message : String(error)
-  const text = `workflow ${action} failed (${tag}): ${message}`.slice(0, MAX_ERROR_TEXT)
+  const text = `workflow ${action} failed: ${message}`.slice(0, MAX_ERROR_TEXT)
   return { text, isError: true, details: { error: tag } }
 }
 
@@ -44,3 +50,71 @@ export const describeStatus = (status: RunStatus, extra = ""): string => {
   const body = json.length <= MAX_STATUS_JSON ? json : `${json.slice(0, MAX_STATUS_JSON)}\n…[truncated]`
   return `${describeRun(status)}${extra}\n${body}`
 }
+
+const span = (from: string | null, to: string | null): string | null => {
+  if (from === null || to === null) return null
+  const ms = Date.parse(to) - Date.parse(from)
+  return Number.isNaN(ms) ? null : duration(ms)
+}
+
+const stepLine = (step: StepView, now: number): string => {
+  const took = span(step.startedAt, step.endedAt)
+  const outcome =
+    step.outcome === null
+      ? step.interrupted === null
+        ? `in flight for ${relative(now, step.startedAt).replace(/ ago$/, "")}`
+        : `interrupted (${step.interrupted})`
+      : step.outcome.replace("_", " ")
+  const limit = step.timeoutMs === null ? "" : `, limit ${duration(step.timeoutMs)}`
+  const error = step.error === null ? "" : `: ${step.error}`
+  return `  ${step.seq}. ${step.nodeId} — ${outcome}${took === null ? "" : ` after ${took}`}${limit}${error}`
+}
+
+const MAX_STATUS_STEPS = 20
+
+/** `/workflow status <runId>` for people: state, node, steps, timing and the last error. */
+export const readableStatus = (status: RunStatus, now: number): string => {
+  const revision = status.revision === null ? "" : ` (revision ${status.revision})`
+  const held =
+    status.state === "waiting" ? " (held: /workflow resume continues it, /workflow cancel stops it)" : ""
+  const lines = [
+    `Run ${status.runId} of ${status.workflowName}${revision}: ${status.state.replace("_", " ")}${held}`
+  ]
+  if (status.currentNodeId !== null) {
+    const request =
+      status.openRequestId === null
+        ? ""
+        : ` (waiting for the model's answer, request ${status.openRequestId})`
+    lines.push(`Node: ${status.currentNodeId}${request}`)
+  }
+  const timing = [`created ${relative(now, status.createdAt)}`]
+  if (status.startedAt !== null) timing.push(`started ${relative(now, status.startedAt)}`)
+  if (status.endedAt !== null) {
+    const took = span(status.startedAt ?? status.createdAt, status.endedAt)
+    timing.push(`ended ${relative(now, status.endedAt)}${took === null ? "" : ` after ${took}`}`)
+  }
+  lines.push(`Time: ${timing.join(", ")}`)
+  lines.push(`Steps: ${status.steps} of at most ${status.maxSteps}`)
+  const shown = status.stepRecords.slice(-MAX_STATUS_STEPS)
+  if (shown.length < status.stepRecords.length) {
+    lines.push(`  … ${status.stepRecords.length - shown.length} earlier steps`)
+  }
+  for (const step of shown) lines.push(stepLine(step, now))
+  if (status.parkedReason !== null) lines.push(`Parked: ${status.parkedReason}`)
+  if (status.pauseRequested) lines.push("Pause requested: it holds at the next step boundary")
+  if (status.cancelRequested !== null) lines.push(`Cancel requested by the ${status.cancelRequested}`)
+  if (status.error !== null) {
+    const at = status.error.nodeId === null ? "" : ` (at ${status.error.nodeId})`
+    lines.push(`Last error: ${status.error.message}${at}`)
+  }
+  return lines.join("\n")
+}
+
+/** The one notice after the user's Escape held a run. */
+export const heldAfterEscape = (run: { readonly runId: string; readonly workflowName: string }): string =>
+  `Workflow ${run.workflowName} (run ${run.runId}) is on hold after Escape. ` +
+  "/workflow resume continues it; /workflow cancel stops it."
+
+/** `/workflow cancel` stopped the model's turn on the run's step as well. */
+export const cancelledWithTurn = (run: RunSummary): string =>
+  `Cancelled ${describeRun(run)}. The model's turn on its step was stopped too; no new turn follows.`

@@ -9,6 +9,7 @@ import { Engine } from "../engine/engine.ts"
 import { AbortBookkeeping } from "../interruption/abort-bookkeeping.ts"
 import { Notifier } from "../notifications/notifier.ts"
 import { PiSession } from "../session/pi-session.ts"
+import { heldAfterEscape } from "./replies.ts"
 
 /** Log and continue: a hook failure must never break Pi's event dispatch. */
 const guarded = <A, E, R>(label: string, effect: Effect.Effect<A, E, R>) =>
@@ -61,7 +62,10 @@ export const classifySettle = (aborted: boolean) =>
     const runId = active.value.runId
     yield* guarded(
       "hold after Escape",
-      Effect.zipRight(engine.park(runId, "the user interrupted the step (Escape)"), engine.pause(runId))
+      Effect.zipRight(engine.park(runId, "the user interrupted the step (Escape)"), engine.pause(runId)).pipe(
+        // Pi itself says only "Operation aborted": say once what happened to the run.
+        Effect.tap((held) => session.notify(heldAfterEscape(held), "warning"))
+      )
     )
     return { userHold: true } satisfies SettleOutcome
   })

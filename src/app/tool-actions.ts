@@ -11,7 +11,7 @@ import type { ToolInput } from "./tool-input.ts"
 import { PiSession } from "../session/pi-session.ts"
 import { describeRun, describeStatus, failed, ok, type Reply } from "./replies.ts"
 
-class NoActiveRun extends Error {
+export class NoActiveRun extends Error {
   override readonly name = "NoActiveRun"
 }
 
@@ -59,7 +59,7 @@ export const runTool = (
       case "status": {
         const runId = yield* targetRun(engine, sessionId, input.runId)
         const status = yield* engine.status(runId)
-        return ok(describeStatus(status), { runId, state: status.state })
+        return ok(describeStatus(status), { runId, state: status.state, status })
       }
       case "cancel": {
         const runId = yield* targetRun(engine, sessionId, input.runId)

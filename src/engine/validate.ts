@@ -84,6 +84,35 @@ const isCheck = (value: unknown) => typeof value === "function" || Schema.isSche
 const unknownKey = (value: Record<string, unknown>, allowed: ReadonlySet<string>): string | undefined =>
   Object.keys(value).find((key) => !allowed.has(key))
 
+/** Edit distance, for "did you mean" on short field names. */
+const distance = (a: string, b: string): number => {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i]
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(
+        (previous[j] ?? 0) + 1,
+        (current[j - 1] ?? 0) + 1,
+        (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1)
+      )
+    }
+    previous = current
+  }
+  return previous[b.length] ?? 0
+}
+
+/** `unknown field "timeout" on an agent node; did you mean "timeoutMs"?` */
+const unknownField = (extra: string, allowed: ReadonlySet<string>, where: string): string => {
+  const lower = extra.toLowerCase()
+  const close = [...allowed].find(
+    (key) =>
+      key.toLowerCase().startsWith(lower) ||
+      lower.startsWith(key.toLowerCase()) ||
+      distance(lower, key.toLowerCase()) <= 2
+  )
+  return `unknown field "${extra}"${where}${close === undefined ? "" : `; did you mean "${close}"?`}`
+}
+
 const loadNode = (id: string, value: unknown): LoadedNode => {
   if (!NODE_ID.test(id)) {
     throw new Problem(id, "node IDs start with a letter or _ and use letters, digits, _ and - (max 128)")
@@ -93,7 +122,10 @@ const loadNode = (id: string, value: unknown): LoadedNode => {
     throw new Problem(id, `type must be "agent" or "compute", got ${JSON.stringify(value.type) ?? "nothing"}`)
   }
   const extra = unknownKey(value, NODE_KEYS[value.type])
-  if (extra !== undefined) throw new Problem(id, `unknown field "${extra}" on a ${value.type} node`)
+  if (extra !== undefined) {
+    const article = value.type === "agent" ? "an" : "a"
+    throw new Problem(id, unknownField(extra, NODE_KEYS[value.type], ` on ${article} ${value.type} node`))
+  }
   if (value.description !== undefined && typeof value.description !== "string") {
     throw new Problem(id, "description must be a string")
   }
@@ -133,16 +165,19 @@ const loadEdge = (nodes: ReadonlyMap<string, LoadedNode>, value: unknown, index:
   if (typeof from !== "string" || !nodes.has(from)) {
     throw new Problem(null, `edge ${index} starts at unknown node ${JSON.stringify(from) ?? "nothing"}`)
   }
-  const extra = unknownKey(value, new Set(["from", "to", "switch"]))
-  if (extra !== undefined) throw new Problem(from, `unknown field "${extra}" on its edge`)
+  const edgeKeys = new Set(["from", "to", "switch"])
+  const extra = unknownKey(value, edgeKeys)
+  if (extra !== undefined) throw new Problem(from, unknownField(extra, edgeKeys, " on its edge"))
   if ((value.to === undefined) === (value.switch === undefined)) {
     throw new Problem(from, 'an edge needs exactly one of "to" and "switch"')
   }
   if (value.to !== undefined) return [from, { _tag: "To", to: target(nodes, from, value.to, "edge") }]
   const spec = value.switch
   if (!isRecord(spec)) throw new Problem(from, "switch must be an object { on, cases, default? }")
-  const extraSwitch = unknownKey(spec, new Set(["on", "cases", "default"]))
-  if (extraSwitch !== undefined) throw new Problem(from, `unknown field "${extraSwitch}" on its switch`)
+  const switchKeys = new Set(["on", "cases", "default"])
+  const extraSwitch = unknownKey(spec, switchKeys)
+  if (extraSwitch !== undefined)
+    throw new Problem(from, unknownField(extraSwitch, switchKeys, " on its switch"))
   if (typeof spec.on !== "string") throw new Problem(from, 'switch needs an "on" expression')
   const on = Either.getOrElse(parseExpression(spec.on), (problem) => {
     throw new Problem(from, problem)
@@ -167,7 +202,7 @@ const load = (value: unknown): LoadedWorkflow => {
     throw new Problem(null, "name must start with a letter or digit and use letters, digits, . _ - (max 128)")
   }
   const extra = unknownKey(value, TOP_KEYS)
-  if (extra !== undefined) throw new Problem(null, `unknown field "${extra}"`)
+  if (extra !== undefined) throw new Problem(null, unknownField(extra, TOP_KEYS, ""))
   const { revision, maxSteps, description } = value
   if (revision !== undefined && !(Number.isSafeInteger(revision) && (revision as number) >= 0)) {
     throw new Problem(null, "revision must be a non-negative integer")

@@ -33,6 +33,12 @@ export interface DatabaseOptions {
    * commit; `FULL` also survives power loss at roughly 100 µs more per write here.
    */
   readonly synchronous?: "NORMAL" | "FULL"
+  /**
+   * Open for reading only (operator tools): the file must exist and already carry this
+   * package's schema. Nothing is created or migrated and no write lock is ever taken, so a
+   * live Pi writing to the file is not slowed down.
+   */
+  readonly readonly?: boolean
 }
 
 /** One SQL text prepared on the database's connection. */
@@ -171,12 +177,44 @@ const legacyCheck = (sql: SqlClient.SqlClient, filename: string) =>
     }
   })
 
+/** Undelivered `launch_failure` rows of the earlier alpha notifications table (0 without one). */
+export const legacyLaunchFailures: Effect.Effect<number, StoreFailure, SqlClient.SqlClient> = Effect.gen(
+  function* () {
+    const sql = yield* SqlClient.SqlClient
+    const tables = yield* sql<{ name: string }>`
+      SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'workflow_notifications'`
+    if (tables.length === 0) return 0
+    const rows = yield* sql<{ pending: number }>`
+      SELECT count(*) AS pending FROM workflow_notifications
+      WHERE kind = 'launch_failure' AND delivered_at IS NULL`
+    return Number(rows[0]?.pending ?? 0)
+  }
+).pipe(Effect.mapError(storeFailure("legacyLaunchFailures")))
+
+/** A read-only open: the file must be a controller database of this schema version. */
+const schemaCheck = (sql: SqlClient.SqlClient, filename: string) =>
+  Effect.gen(function* () {
+    const tables = yield* sql<{ name: string }>`
+      SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'pi_workflows_metadata'`
+    if (tables.length === 0) {
+      return yield* new StoreFailure({
+        operation: "open",
+        message: `${filename} is not a pi-workflow-turns database (it has no pi_workflows_metadata table)`
+      })
+    }
+    const rows = yield* sql<{ value: string }>`SELECT value FROM pi_workflows_metadata WHERE key = 'schema'`
+    const found = rows[0]?.value ?? "(none)"
+    if (found !== CONTROLLER_SCHEMA) return yield* new IncompatibleStore({ databasePath: filename, found })
+  })
+
 /** Open the file in WAL mode; better-sqlite3 throws (missing directory, not a database): keep it typed. */
-const openHandle = (filename: string) =>
+const openHandle = (filename: string, readonly: boolean) =>
   Effect.acquireRelease(
     Effect.try({
       try: () => {
-        const handle = new Sqlite(filename)
+        const handle = new Sqlite(filename, { readonly, fileMustExist: readonly })
+        // A reader cannot change the journal mode; the writer that created the file set WAL.
+        if (readonly) return handle
         try {
           handle.pragma("journal_mode = WAL")
         } catch (cause) {
@@ -193,7 +231,7 @@ const openHandle = (filename: string) =>
 
 const open = (options: DatabaseOptions) =>
   Effect.gen(function* () {
-    const db = yield* openHandle(options.filename)
+    const db = yield* openHandle(options.filename, options.readonly === true)
     const connection = makeConnection(db)
     // One connection: plain queries hold it for one statement, transactions for their whole body.
     const semaphore = yield* Effect.makeSemaphore(1)
@@ -252,14 +290,19 @@ const open = (options: DatabaseOptions) =>
           ON CONFLICT (key) DO NOTHING`
       })
     )
+    const busyTimeout = sql.unsafe(
+      `PRAGMA busy_timeout = ${Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5_000))}`
+    )
     const pragmas = Effect.all([
-      sql.unsafe(`PRAGMA busy_timeout = ${Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5_000))}`),
+      busyTimeout,
       sql.unsafe(`PRAGMA synchronous = ${options.synchronous ?? "NORMAL"}`),
       sql.unsafe("PRAGMA foreign_keys = ON")
     ])
-    yield* Effect.zipRight(pragmas, migrate).pipe(
-      Effect.catchTag("SqlError", (e) => Effect.fail(storeFailure("open")(e)))
-    )
+    const setup: Effect.Effect<void, OpenError | SqlError.SqlError> =
+      options.readonly === true
+        ? Effect.zipRight(busyTimeout, schemaCheck(sql, options.filename))
+        : Effect.zipRight(pragmas, migrate)
+    yield* setup.pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storeFailure("open")(e))))
     return { sql, database: { filename: options.filename, immediate, prepare } satisfies DatabaseService }
   })
 

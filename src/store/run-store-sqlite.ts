@@ -369,6 +369,20 @@ export const make = Effect.gen(function* () {
       storeErrors("listBySession")
     )
 
+  const list: RunStoreService["list"] = (query) =>
+    sql`${runsWhere(
+      sql.and([
+        sql`1 = 1`,
+        ...(query.targetSessionId === undefined ? [] : [sql`r.target_session_id = ${query.targetSessionId}`]),
+        ...(query.state === undefined ? [] : [sql`r.state = ${query.state}`])
+      ])
+    )}
+        ORDER BY r.created_at DESC, r.run_id DESC LIMIT ${Math.max(1, Math.min(1_000, Math.trunc(query.limit)))}`.pipe(
+      Effect.flatMap(decodeRuns),
+      Effect.map((rows) => rows.map(toRun)),
+      storeErrors("list")
+    )
+
   const steps: RunStoreService["steps"] = (runId) =>
     sql`SELECT * FROM workflow_steps WHERE run_id = ${runId} ORDER BY seq`.pipe(
       Effect.flatMap(decodeSteps),
@@ -399,6 +413,7 @@ export const make = Effect.gen(function* () {
     cancel,
     get,
     listBySession,
+    list,
     steps,
     request
   })

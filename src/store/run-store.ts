@@ -190,6 +190,13 @@ export type CancelResult =
   | { readonly _tag: "Requested"; readonly run: RunRecord }
   | { readonly _tag: "Refused"; readonly run: RunRecord }
 
+export interface RunListQuery {
+  readonly targetSessionId?: string
+  readonly state?: RunState
+  /** Clamped to 1 … 1000. */
+  readonly limit: number
+}
+
 type Fenced<A> = Effect.Effect<A, ClaimLost | StoreFailure>
 
 export interface RunStoreService {
@@ -254,6 +261,8 @@ export interface RunStoreService {
     sessionId: string,
     limit: number
   ) => Effect.Effect<ReadonlyArray<RunRecord>, StoreFailure>
+  /** Newest first, across sessions unless `targetSessionId` is given (operator listings). */
+  readonly list: (query: RunListQuery) => Effect.Effect<ReadonlyArray<RunRecord>, StoreFailure>
   readonly steps: (runId: string) => Effect.Effect<ReadonlyArray<StepRecord>, StoreFailure>
   readonly request: (requestId: string) => Effect.Effect<Option.Option<RequestRecord>, StoreFailure>
 }

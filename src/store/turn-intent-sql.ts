@@ -58,15 +58,21 @@ export const SQL = {
 } as const
 
 /** `list` filters: one SQL text per combination, in the order the clauses appear. */
-export const listSql = (session: boolean, run: boolean, state: "pending" | "resolved" | "all"): string => {
+export const listSql = (
+  session: boolean,
+  run: boolean,
+  state: "pending" | "eligible" | "resolved" | "all"
+): string => {
   const where = [
     ...(session ? ["target_session_id = ?"] : []),
     ...(run ? ["run_id = ?"] : []),
     ...(state === "pending"
       ? ["resolved_at IS NULL"]
-      : state === "resolved"
-        ? ["resolved_at IS NOT NULL"]
-        : [])
+      : state === "eligible"
+        ? ["resolved_at IS NULL", "eligible_at IS NOT NULL"]
+        : state === "resolved"
+          ? ["resolved_at IS NOT NULL"]
+          : [])
   ]
   return `SELECT * FROM workflow_turn_intents WHERE ${where.length === 0 ? "1=1" : `(${where.join(" AND ")})`}
     ORDER BY requested_at, intent_id LIMIT ?`

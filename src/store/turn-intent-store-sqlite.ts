@@ -65,9 +65,13 @@ const invalidResolution = (resolution: string): InvalidInput | undefined =>
       })
 
 const invalidState = (state: string | undefined): InvalidInput | undefined =>
-  state === undefined || state === "pending" || state === "resolved" || state === "all"
+  state === undefined ||
+  state === "pending" ||
+  state === "eligible" ||
+  state === "resolved" ||
+  state === "all"
     ? undefined
-    : new InvalidInput({ field: "state", message: "state must be pending, resolved or all" })
+    : new InvalidInput({ field: "state", message: "state must be pending, eligible, resolved or all" })
 
 /** Run the checks when the effect runs; the first failing one is the error. */
 const checked = <A, E>(

@@ -37,7 +37,8 @@ export interface Claim {
 export interface ListQuery {
   readonly targetSessionId?: string
   readonly runId?: string
-  readonly state?: "pending" | "resolved" | "all"
+  /** `eligible`: pending and fallback-eligible. */
+  readonly state?: "pending" | "eligible" | "resolved" | "all"
   /** 1 … MAX_LIST_LIMIT. */
   readonly limit: number
 }

@@ -42,11 +42,67 @@ describe("/workflow command", () => {
       const started = yield* runCommand({ _tag: "start", workflow: "greet", input: { a: 1 } })
       const runId = runIdOf(started.details)
       expect((yield* runCommand({ _tag: "status", runId: undefined })).text).toContain(runId)
-      expect((yield* runCommand({ _tag: "status", runId })).text).toContain('"state"')
+      const status = yield* runCommand({ _tag: "status", runId })
+      // Readable lines for the user; the JSON stays in the details.
+      expect(status.text).toMatch(new RegExp(`^Run ${runId} of greet: queued`))
+      expect(status.text).toMatch(/^Steps: 0 of at most \d+$/m)
+      expect(status.text).not.toContain('"state"')
+      expect(status.details.status).toMatchObject({ runId, state: "queued" })
       expect((yield* runCommand({ _tag: "list" })).text).toContain("greet")
       const bad = yield* runCommand({ _tag: "start", workflow: "missing", input: null })
       expect(bad.isError).toBe(true)
       expect(bad.activate).toBe(false)
+      expect(bad.text).not.toMatch(/\(\w+\)/)
+      expect(bad.details.error).toBe("WorkflowNotFound")
+    }).pipe(Effect.provide(buildApp()), Effect.scoped)
+  )
+
+  it.live("cancel without an active run says what to do, in plain words", () =>
+    Effect.gen(function* () {
+      const reply = yield* runCommand({ _tag: "cancel", runId: undefined })
+      expect(reply.isError).toBe(true)
+      expect(reply.text).toBe(
+        "Nothing to cancel: this session has no active workflow run. " +
+          "To cancel another run, give its ID: /workflow cancel <runId> (/workflow status lists them)."
+      )
+    }).pipe(Effect.provide(buildApp()), Effect.scoped)
+  )
+
+  it.live("status of a finished run: steps with outcomes, timing and the last error", () =>
+    Effect.gen(function* () {
+      const fake = yield* PiSessionFake
+      const started = yield* runCommand({ _tag: "start", workflow: "greet", input: null })
+      const runId = runIdOf(started.details)
+      yield* afterSettle(false)
+      yield* eventually(sentOfType(STEP), (steps) => steps.length === 1)
+      yield* fake.settle()
+      yield* runCommand({ _tag: "cancel", runId })
+      const status = yield* runCommand({ _tag: "status", runId })
+      expect(status.text).toMatch(new RegExp(`^Run ${runId} of greet: cancelled`))
+      expect(status.text).toMatch(/^Time: created .*, started .*, ended /m)
+      expect(status.text).toMatch(/^ {2}1\. \S+ — cancelled/m)
+      expect(status.text).toMatch(/^Last error: cancelled by the user/m)
+    }).pipe(Effect.provide(buildApp()), Effect.scoped)
+  )
+
+  it.live("cancel while the model works on the run's step stops that turn too, and says so", () =>
+    Effect.gen(function* () {
+      const fake = yield* PiSessionFake
+      yield* runCommand({ _tag: "start", workflow: "greet", input: null })
+      yield* afterSettle(false)
+      // The step prompt started a turn: the model is working on it (not idle).
+      yield* eventually(sentOfType(STEP), (steps) => steps.length === 1)
+      const turnsBefore = yield* fake.triggeredTurns
+      const cancelled = yield* runCommand({ _tag: "cancel", runId: undefined })
+      expect(cancelled.text).toMatch(
+        /^Cancelled run .*The model's turn on its step was stopped too; no new turn follows\.$/
+      )
+      expect(yield* fake.aborts).toBe(1)
+      yield* fake.settle({ aborted: true })
+      expect((yield* classifySettle(true)).userHold).toBe(false)
+      yield* afterSettle(false)
+      expect(yield* fake.triggeredTurns).toBe(turnsBefore)
+      expect(yield* intents).toHaveLength(0)
     }).pipe(Effect.provide(buildApp()), Effect.scoped)
   )
 })
@@ -65,6 +121,11 @@ describe("session hooks", () => {
         // Escape: Pi aborts the turn; this process did not ask for it.
         const outcome = yield* classifySettle(true)
         expect(outcome.userHold).toBe(true)
+        // One notice says what happened and what to do.
+        const notices = (yield* fake.notifications).map((n) => n.text)
+        expect(notices).toEqual([
+          `Workflow greet (run ${runId}) is on hold after Escape. /workflow resume continues it; /workflow cancel stops it.`
+        ])
         yield* fake.setUserHold(true)
         yield* fake.settle({ aborted: true })
         yield* afterSettle(true)

@@ -40,9 +40,11 @@ describe("workflow tool actions", () => {
       yield* runTool({ _tag: "start", workflow: "greet" })
       const second = yield* runTool({ _tag: "start", workflow: "greet" })
       expect(second.isError).toBe(true)
-      expect(second.text).toMatch(/workflow start failed \(ReservationConflict\)/)
+      // The kind of error is for programs (details); the text is the plain message.
+      expect(second.text).toMatch(/^workflow start failed: session \S+ already has workflow run/)
+      expect(second.details.error).toBe("ReservationConflict")
       const unknown = yield* runTool({ _tag: "start", workflow: "nope" })
-      expect(unknown.text).toMatch(/WorkflowNotFound/)
+      expect(unknown.details.error).toBe("WorkflowNotFound")
       expect(yield* intents).toHaveLength(0)
     }).pipe(Effect.provide(buildApp()), Effect.scoped)
   )
@@ -55,7 +57,8 @@ describe("workflow tool actions", () => {
       const cancel = yield* runTool({ _tag: "cancel", runId: "missing" })
       expect(cancel.isError).toBe(true)
       const submit = yield* runTool({ _tag: "submit", requestId: "nope", output: 1 })
-      expect(submit.text).toMatch(/SubmitRejected/)
+      expect(submit.text).toMatch(/^workflow submit failed: /)
+      expect(submit.details.error).toBe("SubmitRejected")
     }).pipe(Effect.provide(buildApp()), Effect.scoped)
   )
 

@@ -64,7 +64,19 @@ describe("loadWorkflow: bad definitions are reported at load time", () => {
       "a misspelt node field",
       (d) => ({ ...d, nodes: { ...d.nodes, b: { type: "compute", run: () => 1, timeout: 5 } } }),
       "b",
-      /unknown field "timeout"/
+      /unknown field "timeout" on a compute node; did you mean "timeoutMs"\?/
+    ],
+    [
+      "a misspelt agent node field",
+      (d) => ({ ...d, nodes: { ...d.nodes, a: { type: "agent", prompt: "x", timeout: 5 } } }),
+      "a",
+      /unknown field "timeout" on an agent node; did you mean "timeoutMs"\?$/
+    ],
+    [
+      "an unknown field with nothing close to it",
+      (d) => ({ ...d, nodes: { ...d.nodes, a: { type: "agent", prompt: "x", colour: "red" } } }),
+      "a",
+      /unknown field "colour" on an agent node$/
     ],
     [
       "a bad output check",

@@ -3,7 +3,14 @@
  * the user's direct cancel, the user's Escape (held until resume), rejected input, a broken file.
  */
 import { describe, it } from "vitest"
-import { brokenFile, completedRun, directCancel, escapeHold, invalidInput } from "./scenarios.ts"
+import {
+  brokenFile,
+  cancelDuringStep,
+  completedRun,
+  directCancel,
+  escapeHold,
+  invalidInput
+} from "./scenarios.ts"
 import { expectScenario } from "./support.ts"
 
 describe("quiet paths in real Pi", () => {
@@ -13,6 +20,10 @@ describe("quiet paths in real Pi", () => {
 
   it("direct /workflow cancel: no model turn, no intent", async () => {
     await expectScenario(directCancel)
+  })
+
+  it("/workflow cancel while the model works on the step: that turn stops too, no model turn follows", async () => {
+    await expectScenario(cancelDuringStep)
   })
 
   it("Escape during a step turn: no intent, no automatic turn, run held; /workflow resume continues", async () => {

@@ -83,9 +83,50 @@ export const escapeHold: Scenario = {
     check("Escape: no intent", lab.intents().length === 0)
     await lab.say("/workflow resume", { until: () => lab.runIn("completed"), label: "the run completed" })
   },
-  verify: (_observation, lab, check) => {
+  verify: (observation, lab, check) => {
     check("the step turn was aborted by Escape", lab.mock.outcomes()[2] === "clientClosed")
     check("resume sent the step again", lastMessageOf(lab, 3).includes('waiting for step "label"'))
+    const held = observation.notices.filter((text) => text.includes("is on hold after Escape"))
+    check(
+      "one notice told the user the run is held and how to resume or cancel it",
+      held.length === 1 &&
+        held[0]?.includes("/workflow resume continues it") === true &&
+        held[0]?.includes("/workflow cancel stops it") === true,
+      observation.notices.join(" | ")
+    )
+  }
+}
+
+export const cancelDuringStep: Scenario = {
+  id: "cancel-during-step",
+  title: "the user cancels with /workflow cancel while the model works on the step: that turn stops too",
+  interruption: "user /workflow cancel during the step turn",
+  workflows: { "triage.workflow.mjs": TRIAGE },
+  script: [
+    start("triage"),
+    { text: "The triage run is queued." },
+    { text: "Reading the issue…", delayMs: 5_000 }
+  ],
+  expected: { requests: 3, steps: 1, presentations: 0, fallbacks: 0, intents: [], runs: ["cancelled"] },
+  play: async (lab, check) => {
+    const mark = lab.pi.mark()
+    await lab.pi.prompt("Label issue #42 with the triage workflow.")
+    await lab.waitUntil(() => lab.mock.requestCount() >= 3, "the step turn is in flight")
+    await lab.pi.prompt("/workflow cancel")
+    await lab.settle(mark, { until: () => lab.runIn("cancelled"), label: "the run is cancelled" })
+    check(
+      "no model request after /workflow cancel",
+      lab.mock.requestCount() === 3,
+      String(lab.mock.requestCount())
+    )
+  },
+  verify: (observation, lab, check) => {
+    check("the step turn was stopped (its model request closed)", lab.mock.outcomes()[2] === "clientClosed")
+    check(
+      "the reply says the model's turn was stopped too",
+      observation.notices.some((text) => text.includes("The model's turn on its step was stopped too")),
+      observation.notices.join(" | ")
+    )
   }
 }
 

@@ -13,6 +13,7 @@ import {
 } from "./scenarios-owed.ts"
 import {
   brokenFile,
+  cancelDuringStep,
   completedRun,
   directCancel,
   escapeHold,
@@ -24,6 +25,7 @@ import type { Scenario } from "./scenario.ts"
 export { runScenario, type Scenario, type ScenarioResult, type Summary, summarize } from "./scenario.ts"
 export {
   brokenFile,
+  cancelDuringStep,
   completedRun,
   crashAfterStart,
   directCancel,
@@ -46,6 +48,7 @@ export const SCENARIOS: ReadonlyArray<Scenario> = [
   terminalTimeout,
   completedRun,
   directCancel,
+  cancelDuringStep,
   restartPending,
   escapeHold,
   shutdownResume,

@@ -1,0 +1,262 @@
+/**
+ * The operator CLI's commands (`intents`, `runs`, `show`, `doctor`) over the stores, opened
+ * read-only. Each command prints a table or page, or `--json` for scripts; failures are typed
+ * (`CliFailure`, the stores' errors) and turned into one line by `main.ts`.
+ */
+import { existsSync, statSync } from "node:fs"
+import { resolve } from "node:path"
+import { Args, Command, Options } from "@effect/cli"
+import { Clock, Console, Data, Effect, Layer, Option } from "effect"
+import { resolveDbPath } from "../extension/db-path.ts"
+import { Database, legacyLaunchFailures } from "../store/database.ts"
+import { RunState, RunStore } from "../store/run-store.ts"
+import * as RunStoreSqlite from "../store/run-store-sqlite.ts"
+import { MAX_LIST_LIMIT, TurnIntentStore } from "../store/turn-intent-store.ts"
+import * as TurnIntentStoreSqlite from "../store/turn-intent-store-sqlite.ts"
+import { diagnose, healthy } from "./doctor.ts"
+import { paint, type Style, wantsColour } from "./format.ts"
+import { intentsTable, runJson, runsTable, showIntent, showRun, stepJson } from "./views.ts"
+
+/** A CLI-level failure: one line for the operator, and the exit code. */
+export class CliFailure extends Data.TaggedError("CliFailure")<{
+  readonly message: string
+  readonly exitCode: number
+}> {}
+
+/**
+ * How long a read waits for a lock. WAL readers never wait for a writer, so this only matters
+ * when the file is being recovered or held exclusively; then the CLI says "busy" quickly
+ * instead of stalling a live Pi's user.
+ */
+export const BUSY_TIMEOUT_MS = 50
+
+const dbOption = Options.text("db").pipe(
+  Options.withDescription(
+    "the controller database file (default: PI_WORKFLOWS_DB, else this project's file)"
+  ),
+  Options.optional
+)
+const jsonOption = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
+const sessionOption = Options.text("session").pipe(
+  Options.withDescription("only this Pi session ID"),
+  Options.optional
+)
+const limitOption = Options.integer("limit").pipe(
+  Options.withDescription(`at most this many rows (1 … ${MAX_LIST_LIMIT})`),
+  Options.withDefault(50)
+)
+
+const style = Effect.map(
+  Clock.currentTimeMillis,
+  (now): Style => ({
+    now,
+    colour: wantsColour(process.stdout, process.env)
+  })
+)
+
+const printJson = (value: unknown) => Console.log(JSON.stringify(value, null, 2))
+
+const checkLimit = (limit: number) =>
+  Number.isSafeInteger(limit) && limit >= 1 && limit <= MAX_LIST_LIMIT
+    ? Effect.void
+    : Effect.fail(
+        new CliFailure({ message: `--limit must be from 1 to ${MAX_LIST_LIMIT}, got ${limit}`, exitCode: 2 })
+      )
+
+/** The file to read: `--db` (relative to the working directory), else where the extension keeps it. */
+export const databasePath = (db: Option.Option<string>) =>
+  Effect.try({
+    try: () =>
+      Option.match(db, {
+        onNone: () => resolveDbPath(process.cwd(), process.env),
+        onSome: (path) => resolve(process.cwd(), path)
+      }),
+    catch: (error) =>
+      new CliFailure({ message: error instanceof Error ? error.message : String(error), exitCode: 2 })
+  })
+
+const storesAt = (path: string) =>
+  Layer.merge(TurnIntentStoreSqlite.layer, RunStoreSqlite.layer).pipe(
+    Layer.provideMerge(Database.layer({ filename: path, readonly: true, busyTimeoutMs: BUSY_TIMEOUT_MS }))
+  )
+
+type Stores = Layer.Layer.Success<ReturnType<typeof storesAt>>
+
+/** Run `program` over the stores of the file, opened read-only. */
+const withStores = <A, E>(
+  db: Option.Option<string>,
+  program: (path: string) => Effect.Effect<A, E, Stores>
+) =>
+  Effect.gen(function* () {
+    const path = yield* databasePath(db)
+    const exists = yield* Effect.sync(() => fileExists(path))
+    if (!exists) {
+      return yield* new CliFailure({
+        message:
+          `no controller database at ${path} (Pi has not run a workflow in this project yet; ` +
+          "pass --db PATH or set PI_WORKFLOWS_DB)",
+        exitCode: 2
+      })
+    }
+    return yield* Effect.provide(program(path), storesAt(path))
+  })
+
+const fileExists = (path: string): boolean => existsSync(path) && statSync(path).isFile()
+
+const intents = Command.make(
+  "intents",
+  {
+    db: dbOption,
+    json: jsonOption,
+    session: sessionOption,
+    run: Options.text("run").pipe(Options.withDescription("only this run ID"), Options.optional),
+    pending: Options.boolean("pending").pipe(Options.withDescription("only unresolved intents")),
+    eligible: Options.boolean("eligible").pipe(
+      Options.withDescription("only unresolved, fallback-eligible intents")
+    ),
+    resolved: Options.boolean("resolved").pipe(Options.withDescription("only resolved intents")),
+    limit: limitOption
+  },
+  (args) =>
+    Effect.gen(function* () {
+      const chosen = [
+        args.pending && "pending",
+        args.eligible && "eligible",
+        args.resolved && "resolved"
+      ].filter((s): s is "pending" | "eligible" | "resolved" => s !== false)
+      if (chosen.length > 1) {
+        return yield* new CliFailure({
+          message: `choose one of --pending, --eligible and --resolved, not ${chosen.map((s) => `--${s}`).join(" and ")}`,
+          exitCode: 2
+        })
+      }
+      yield* checkLimit(args.limit)
+      yield* withStores(args.db, () =>
+        Effect.gen(function* () {
+          const found = yield* (yield* TurnIntentStore).list({
+            ...Option.match(args.session, {
+              onNone: () => ({}),
+              onSome: (targetSessionId) => ({ targetSessionId })
+            }),
+            ...Option.match(args.run, { onNone: () => ({}), onSome: (runId) => ({ runId }) }),
+            state: chosen[0] ?? "all",
+            limit: args.limit
+          })
+          if (args.json) return yield* printJson(found)
+          yield* Console.log(intentsTable(yield* style, found))
+        })
+      )
+    })
+).pipe(Command.withDescription("list turn intents, oldest first"))
+
+const runs = Command.make(
+  "runs",
+  {
+    db: dbOption,
+    json: jsonOption,
+    session: sessionOption,
+    state: Options.choice("state", RunState.literals).pipe(
+      Options.withDescription("only runs in this state"),
+      Options.optional
+    ),
+    limit: limitOption
+  },
+  (args) =>
+    Effect.gen(function* () {
+      yield* checkLimit(args.limit)
+      yield* withStores(args.db, () =>
+        Effect.gen(function* () {
+          const found = yield* (yield* RunStore).list({
+            ...Option.match(args.session, {
+              onNone: () => ({}),
+              onSome: (targetSessionId) => ({ targetSessionId })
+            }),
+            ...Option.match(args.state, { onNone: () => ({}), onSome: (state) => ({ state }) }),
+            limit: args.limit
+          })
+          if (args.json) return yield* printJson(found.map(runJson))
+          yield* Console.log(runsTable(yield* style, found))
+        })
+      )
+    })
+).pipe(Command.withDescription("list workflow runs, newest first"))
+
+const show = Command.make(
+  "show",
+  { db: dbOption, json: jsonOption, id: Args.text({ name: "intentId|runId" }) },
+  (args) =>
+    withStores(args.db, () =>
+      Effect.gen(function* () {
+        const intentStore = yield* TurnIntentStore
+        const runStore = yield* RunStore
+        const intent = yield* intentStore.get(args.id)
+        if (Option.isSome(intent)) {
+          if (args.json) return yield* printJson({ intent: intent.value })
+          return yield* Console.log(showIntent(yield* style, intent.value))
+        }
+        const run = yield* runStore.get(args.id)
+        if (Option.isNone(run)) {
+          return yield* new CliFailure({ message: `no turn intent or run with ID ${args.id}`, exitCode: 1 })
+        }
+        const steps = yield* runStore.steps(args.id)
+        const raised = yield* intentStore.list({ runId: args.id, limit: MAX_LIST_LIMIT })
+        if (args.json) {
+          return yield* printJson({ run: runJson(run.value), steps: steps.map(stepJson), intents: raised })
+        }
+        yield* Console.log(showRun(yield* style, run.value, steps, raised))
+      })
+    )
+).pipe(Command.withDescription("one turn intent (its life) or run (its steps and intents) in full"))
+
+const doctor = Command.make(
+  "doctor",
+  {
+    db: dbOption,
+    json: jsonOption,
+    stale: Options.integer("stale-minutes").pipe(
+      Options.withDescription("a pending intent this old that never became eligible counts as stranded"),
+      Options.withDefault(10)
+    )
+  },
+  (args) =>
+    withStores(args.db, (path) =>
+      Effect.gen(function* () {
+        if (args.stale < 1) {
+          return yield* new CliFailure({
+            message: `--stale-minutes must be at least 1, got ${args.stale}`,
+            exitCode: 2
+          })
+        }
+        const now = yield* Clock.currentTimeMillis
+        const findings = diagnose({
+          databasePath: path,
+          now,
+          staleMs: args.stale * 60_000,
+          legacyPending: yield* legacyLaunchFailures,
+          pending: yield* (yield* TurnIntentStore).list({ state: "pending", limit: MAX_LIST_LIMIT }),
+          running: yield* (yield* RunStore).list({ state: "running", limit: 1_000 })
+        })
+        const ok = healthy(findings)
+        if (args.json) {
+          yield* printJson({ database: path, healthy: ok, findings })
+        } else {
+          const s = yield* style
+          const lines = [`database ${path}`]
+          for (const finding of findings) {
+            lines.push(
+              `${finding.healthy ? paint(s, "good", "ok     ") : paint(s, "bad", "PROBLEM")} ${finding.summary}`
+            )
+            for (const item of finding.items) lines.push(`          ${item}`)
+          }
+          lines.push(ok ? "healthy" : "problems found (see above)")
+          yield* Console.log(lines.join("\n"))
+        }
+        if (!ok) return yield* new CliFailure({ message: "", exitCode: 1 })
+      })
+    )
+).pipe(Command.withDescription("check the database and explain what needs attention (exit 1 when it does)"))
+
+export const root = Command.make("pi-workflow-turns").pipe(
+  Command.withDescription("inspect the pi-workflow-turns controller database (read-only)"),
+  Command.withSubcommands([intents, runs, show, doctor])
+)

@@ -1,0 +1,134 @@
+/**
+ * `doctor`: health checks over what the stores hold, explained in plain words. Pure: the
+ * caller reads the database (read-only) and passes the records and the current time.
+ */
+import { LegacyLaunchNotifications } from "../domain/errors.ts"
+import type { TurnIntent } from "../domain/turn-intent.ts"
+import type { RunRecord } from "../store/run-store.ts"
+import { duration, relative } from "./format.ts"
+
+export interface DoctorInput {
+  readonly databasePath: string
+  readonly now: number
+  /** A pending, not yet eligible intent older than this has probably lost its owner. */
+  readonly staleMs: number
+  /** Undelivered `launch_failure` rows of the earlier alpha notifications table. */
+  readonly legacyPending: number
+  /** Pending (unresolved) intents. */
+  readonly pending: ReadonlyArray<TurnIntent>
+  /** Runs in state `running`. */
+  readonly running: ReadonlyArray<RunRecord>
+}
+
+export interface Finding {
+  readonly check: "legacyLaunchFailures" | "staleIntents" | "expiredIntentClaims" | "abandonedRuns"
+  readonly healthy: boolean
+  /** One plain sentence: what was found, and what to do about it. */
+  readonly summary: string
+  /** One line per affected record. */
+  readonly items: ReadonlyArray<string>
+}
+
+const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? "" : "s"}`
+
+const legacy = (input: DoctorInput): Finding =>
+  input.legacyPending === 0
+    ? {
+        check: "legacyLaunchFailures",
+        healthy: true,
+        summary: "no legacy launch_failure notifications",
+        items: []
+      }
+    : {
+        check: "legacyLaunchFailures",
+        healthy: false,
+        // The store's own refusal text carries the exact reset instruction; doctor never deletes.
+        summary: new LegacyLaunchNotifications({
+          databasePath: input.databasePath,
+          pending: input.legacyPending
+        }).message,
+        items: []
+      }
+
+const stale = (input: DoctorInput): Finding => {
+  const found = input.pending.filter(
+    (intent) =>
+      intent.eligibleAt === null &&
+      intent.deliveryClaimToken === null &&
+      input.now - Date.parse(intent.requestedAt) > input.staleMs
+  )
+  return found.length === 0
+    ? {
+        check: "staleIntents",
+        healthy: true,
+        summary: `no turn intent has waited more than ${duration(input.staleMs)} without becoming eligible`,
+        items: []
+      }
+    : {
+        check: "staleIntents",
+        healthy: false,
+        summary:
+          `${plural(found.length, "turn intent")} waited more than ${duration(input.staleMs)} for a natural ` +
+          "successor and never became fallback-eligible: the Pi process that owned the run has probably gone. " +
+          "Open the session again in Pi; the extension recovers the run at session start and the model gets its turn.",
+        items: found.map(
+          (intent) =>
+            `${intent.intentId}: run ${intent.runId}, ${intent.cause} at ${intent.nodeId ?? "-"}, ` +
+            `session ${intent.targetSessionId}, requested ${relative(input.now, intent.requestedAt)}`
+        )
+      }
+}
+
+const expiredClaims = (input: DoctorInput): Finding => {
+  const found = input.pending.filter(
+    (intent) => intent.deliveryClaimToken !== null && (intent.deliveryClaimExpiresAt ?? 0) <= input.now
+  )
+  return found.length === 0
+    ? { check: "expiredIntentClaims", healthy: true, summary: "no delivery claim has expired", items: [] }
+    : {
+        check: "expiredIntentClaims",
+        healthy: false,
+        summary:
+          `${plural(found.length, "turn intent")} still carry a delivery claim whose lease expired: the deliverer ` +
+          "stopped mid-delivery. The next fallback pass in that session takes them over; open the session in Pi.",
+        items: found.map(
+          (intent) =>
+            `${intent.intentId}: run ${intent.runId}, claim ${intent.deliveryClaimToken ?? "-"} expired ` +
+            `${relative(input.now, intent.deliveryClaimExpiresAt)}, session ${intent.targetSessionId}`
+        )
+      }
+}
+
+const abandoned = (input: DoctorInput): Finding => {
+  const found = input.running.filter(
+    (run) => run.claimToken !== null && (run.claimExpiresAt ?? 0) <= input.now
+  )
+  return found.length === 0
+    ? {
+        check: "abandonedRuns",
+        healthy: true,
+        summary: "every claimed run is renewed by its runner",
+        items: []
+      }
+    : {
+        check: "abandonedRuns",
+        healthy: false,
+        summary:
+          `${plural(found.length, "run")} are claimed by a runner that stopped renewing its lease. ` +
+          "Open the session in Pi (recovery takes them over at start) or run `/workflow resume <runId>` there.",
+        items: found.map(
+          (run) =>
+            `${run.runId}: ${run.workflowName} at ${run.currentNodeId ?? "-"}, lease ended ` +
+            `${relative(input.now, run.claimExpiresAt)}, session ${run.targetSessionId}`
+        )
+      }
+}
+
+export const diagnose = (input: DoctorInput): ReadonlyArray<Finding> => [
+  legacy(input),
+  stale(input),
+  expiredClaims(input),
+  abandoned(input)
+]
+
+export const healthy = (findings: ReadonlyArray<Finding>): boolean => findings.every((f) => f.healthy)

@@ -1,0 +1,77 @@
+/**
+ * Plain-text rendering for the operator CLI: aligned tables, relative times and optional
+ * colour. Pure: the caller passes the current time and whether colour is wanted (only on a
+ * TTY, and never when NO_COLOR is set), so the output is the same in tests and in scripts.
+ */
+
+import { duration, relative } from "../app/time-text.ts"
+
+export { duration, relative }
+
+export type Tone = "good" | "warn" | "bad" | "dim" | "plain"
+
+const ANSI: Record<Exclude<Tone, "plain">, string> = {
+  good: "\u001b[32m",
+  warn: "\u001b[33m",
+  bad: "\u001b[31m",
+  dim: "\u001b[2m"
+}
+const RESET = "\u001b[0m"
+
+export interface Style {
+  readonly colour: boolean
+  readonly now: number
+}
+
+export const paint = (style: Style, tone: Tone, text: string): string =>
+  !style.colour || tone === "plain" || text === "" ? text : `${ANSI[tone]}${text}${RESET}`
+
+/** Whether colour is wanted on this stream (a TTY, no NO_COLOR, TERM not dumb). */
+export const wantsColour = (
+  stream: { readonly isTTY?: boolean },
+  env: Readonly<Record<string, string | undefined>>
+): boolean => stream.isTTY === true && (env.NO_COLOR ?? "") === "" && env.TERM !== "dumb"
+
+/** One cell: its text and how to colour it. */
+export interface Cell {
+  readonly text: string
+  readonly tone?: Tone
+}
+
+export const cell = (text: string, tone: Tone = "plain"): Cell => ({ text, tone })
+
+/** Columns padded to their widest cell, two spaces apart; the last column is not padded. */
+export const table = (
+  style: Style,
+  headers: ReadonlyArray<string>,
+  rows: ReadonlyArray<ReadonlyArray<Cell>>
+) => {
+  const widths = headers.map((header, i) =>
+    Math.max(header.length, ...rows.map((row) => (row[i]?.text ?? "").length))
+  )
+  const line = (cells: ReadonlyArray<Cell>) =>
+    cells
+      .map((c, i) => {
+        const padding =
+          i === cells.length - 1 ? "" : " ".repeat(Math.max(0, (widths[i] ?? 0) - c.text.length))
+        return paint(style, c.tone ?? "plain", c.text) + padding
+      })
+      .join("  ")
+      .trimEnd()
+  return [line(headers.map((h) => cell(h, "dim"))), ...rows.map(line)].join("\n")
+}
+
+/** Long values cut to `max` characters with an ellipsis, for table cells. */
+export const clip = (text: string, max: number): string =>
+  text.length <= max ? text : `${text.slice(0, Math.max(1, max - 1))}…`
+
+/** `key: value` lines with the keys aligned. */
+export const fields = (style: Style, entries: ReadonlyArray<readonly [string, string, Tone?]>): string => {
+  const width = Math.max(0, ...entries.map(([key]) => key.length))
+  return entries
+    .map(
+      ([key, value, tone]) =>
+        `${paint(style, "dim", `${key}:`.padEnd(width + 1))} ${paint(style, tone ?? "plain", value)}`
+    )
+    .join("\n")
+}

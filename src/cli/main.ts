@@ -1,0 +1,90 @@
+/**
+ * The `pi-workflow-turns` program (`bin.ts` is the executable). Runs the @effect/cli commands and turns every failure into one
+ * line on stderr and a non-zero exit: 1 when the answer is "no" (doctor found problems, an ID
+ * does not exist), 2 for bad input or a database that cannot be read, 70 for a bug. Never a
+ * stack trace.
+ */
+import { Command, ValidationError } from "@effect/cli"
+import { FileSystem, Path, Terminal } from "@effect/platform"
+import { Cause, Console, Effect, Exit, Layer, Option } from "effect"
+import { CliFailure, root } from "./commands.ts"
+
+export const VERSION = "0.1.0"
+const NAME = "pi-workflow-turns"
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI escapes
+const stripAnsi = (text: string) => text.replace(/\u001b\[[0-9;]*m/g, "")
+
+const oneLine = (text: string): string =>
+  stripAnsi(text)
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line !== "")
+    .join(" ")
+
+const say = (message: string) => {
+  if (message !== "") process.stderr.write(`${NAME}: ${oneLine(message)}\n`)
+}
+
+/**
+ * @effect/cli prints parse errors through Console.error as a help document: keep it one line.
+ * Its help text is always styled; keep the styling for a terminal only.
+ */
+const oneLineErrors = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Console.consoleWith((current) =>
+    Effect.withConsole(effect, {
+      ...current,
+      log: (...args: ReadonlyArray<unknown>) =>
+        process.stdout.isTTY === true
+          ? current.log(...args)
+          : current.log(...args.map((a) => stripAnsi(String(a)))),
+      error: (...args: ReadonlyArray<unknown>) => Effect.sync(() => say(args.map(String).join(" ")))
+    })
+  )
+
+/** The platform services @effect/cli asks for; these commands use none of them but the terminal. */
+const terminal = Terminal.Terminal.of({
+  columns: Effect.sync(() => process.stdout.columns ?? 80),
+  rows: Effect.sync(() => process.stdout.rows ?? 24),
+  isTTY: Effect.sync(() => process.stdout.isTTY === true),
+  readInput: Effect.dieMessage("pi-workflow-turns does not read interactive input"),
+  readLine: Effect.dieMessage("pi-workflow-turns does not read interactive input"),
+  display: (text) => Effect.sync(() => void process.stdout.write(text))
+})
+const environment = Layer.mergeAll(
+  FileSystem.layerNoop({}),
+  Path.layer,
+  Layer.succeed(Terminal.Terminal, terminal)
+)
+
+const busy = (message: string) => /database is locked|SQLITE_BUSY/i.test(message)
+
+/** The exit code and the line to print for a failure. */
+const describe = (cause: Cause.Cause<unknown>): { readonly code: number; readonly line: string } => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isNone(failure)) {
+    const defect = Cause.squash(cause)
+    return { code: 70, line: `internal error: ${defect instanceof Error ? defect.message : String(defect)}` }
+  }
+  const error = failure.value
+  if (error instanceof CliFailure) return { code: error.exitCode, line: error.message }
+  // @effect/cli already printed its parse errors (one line, through `oneLineErrors`).
+  if (ValidationError.isValidationError(error)) return { code: 2, line: "" }
+  if (typeof error === "object" && error !== null && "_tag" in error) {
+    const message = "message" in error ? String(error.message) : String(error._tag)
+    if (busy(message)) {
+      return { code: 3, line: "the database is busy (another process holds a lock); try again in a moment" }
+    }
+    return { code: 2, line: message }
+  }
+  return { code: 2, line: String(error) }
+}
+
+export const main = async (argv: ReadonlyArray<string>): Promise<number> => {
+  const cli = Command.run(root, { name: NAME, version: VERSION })
+  const exit = await Effect.runPromiseExit(cli(argv).pipe(oneLineErrors, Effect.provide(environment)))
+  if (Exit.isSuccess(exit)) return 0
+  const { code, line } = describe(exit.cause)
+  say(line)
+  return code
+}

@@ -1,0 +1,324 @@
+/**
+ * The operator CLI as users run it: the built bin (`node dist/cli.js`, what package.json `bin`
+ * names) in a child process, against databases written by the real stores.
+ */
+import { execFile } from "node:child_process"
+import { createHash } from "node:crypto"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+import BetterSqlite from "better-sqlite3"
+import { Context, Effect, Layer, TestClock, TestContext } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { layerStores } from "../../src/app/layers.ts"
+import { RunStore, type NewRun } from "../../src/store/run-store.ts"
+import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
+import { sampleFacts, sampleIntent } from "../support/fixtures.ts"
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
+const bin = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).bin["pi-workflow-turns"] as string
+
+interface Result {
+  readonly code: number
+  readonly stdout: string
+  readonly stderr: string
+}
+
+const cli = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<Result> =>
+  new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [join(root, bin), ...args],
+      { cwd: dir, env: { PATH: process.env.PATH ?? "", HOME: dir, ...env } },
+      (error, stdout, stderr) =>
+        resolve({ code: error === null ? 0 : Number(error.code ?? 1), stdout, stderr })
+    )
+  })
+
+/** One line on stderr, no stack trace. */
+const expectOneLine = (result: Result) => {
+  const lines = result.stderr.trimEnd().split("\n")
+  expect(lines).toHaveLength(1)
+  expect(lines[0]).toMatch(/^pi-workflow-turns: /)
+  expect(result.stderr).not.toMatch(/\n\s+at /)
+}
+
+let dir = ""
+let healthyDb = ""
+let staleDb = ""
+
+const newRun = (runId: string, sessionId: string): NewRun => ({
+  runId,
+  workflowName: "greet",
+  workflowRef: "greet",
+  revision: 1,
+  sourceFingerprint: "sha256:abc",
+  snapshot: { schema: "x" },
+  targetSessionId: sessionId,
+  origin: "tool",
+  input: { topic: "hello" },
+  startAt: "hello",
+  maxSteps: 10
+})
+
+const withStores = <A, E>(filename: string, program: Effect.Effect<A, E, TurnIntentStore | RunStore>) =>
+  Effect.scoped(
+    Effect.flatMap(Layer.build(layerStores({ filename })), (context) =>
+      Effect.provide(program, Context.pick(TurnIntentStore, RunStore)(context))
+    )
+  )
+
+/** A completed run with two steps and a resolved intent; a running run with an eligible intent. */
+const seedHealthy = Effect.gen(function* () {
+  const runs = yield* RunStore
+  const intents = yield* TurnIntentStore
+  yield* runs.reserve(newRun("run-done", "session-a"))
+  yield* runs.claim({ runId: "run-done", token: "t1", leaseMs: 60_000, mode: "activate" })
+  const fence = { runId: "run-done", token: "t1" }
+  yield* runs.startStep(fence, { nodeId: "hello", attemptId: "att-1" })
+  yield* runs.settle(fence, {
+    attemptId: "att-1",
+    step: { _tag: "Outcome", outcome: "timed_out", error: "step timed out after 1s", timeoutMs: 1_000 },
+    next: { _tag: "Continue", nodeId: "bye" }
+  })
+  yield* runs.startStep(fence, { nodeId: "bye", attemptId: "att-2" })
+  yield* runs.settle(fence, {
+    attemptId: "att-2",
+    step: { _tag: "Outcome", outcome: "ok", output: { greeting: "hi" }, timeoutMs: null },
+    next: { _tag: "End", state: "completed", result: { greeting: "hi" } }
+  })
+  const done = yield* intents.ensure(
+    sampleIntent({ runId: "run-done", targetSessionId: "session-a", sourceEventId: "ev-1", nodeId: "hello" })
+  )
+  yield* intents.makeEligible({ intentId: done.intentId })
+  yield* intents.claimEligibleForSession({
+    targetSessionId: "session-a",
+    limit: 1,
+    token: "d1",
+    leaseMs: 60_000
+  })
+  yield* intents.resolve({ intentId: done.intentId, token: "d1", resolution: "fallback", messageId: "m-1" })
+  yield* runs.reserve(newRun("run-live", "session-b"))
+  yield* runs.claim({ runId: "run-live", token: "t2", leaseMs: 600_000, mode: "activate" })
+  yield* intents.ensure(
+    sampleIntent({
+      runId: "run-live",
+      targetSessionId: "session-b",
+      sourceEventId: "ev-2",
+      eligible: true,
+      facts: sampleFacts({ runId: "run-live" })
+    })
+  )
+  return done.intentId
+})
+
+/**
+ * Under a TestClock at 1970 every record is decades old: a pending intent that never became
+ * eligible, an intent whose delivery claim expired, a running run whose lease ended.
+ */
+const seedStale = Effect.gen(function* () {
+  const runs = yield* RunStore
+  const intents = yield* TurnIntentStore
+  yield* intents.ensure(sampleIntent({ runId: "run-lost", sourceEventId: "ev-lost", targetSessionId: "s-1" }))
+  yield* intents.ensure(
+    sampleIntent({ runId: "run-claimed", sourceEventId: "ev-c", targetSessionId: "s-2", eligible: true })
+  )
+  yield* intents.claimEligibleForSession({ targetSessionId: "s-2", limit: 1, token: "gone", leaseMs: 1_000 })
+  yield* runs.reserve(newRun("run-abandoned", "s-3"))
+  yield* runs.claim({ runId: "run-abandoned", token: "dead-runner", leaseMs: 1_000, mode: "activate" })
+  yield* TestClock.adjust(5_000)
+}).pipe(Effect.provide(TestContext.TestContext))
+
+let resolvedIntentId = ""
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "pwt-cli-"))
+  healthyDb = join(dir, "healthy.db")
+  staleDb = join(dir, "stale.db")
+  resolvedIntentId = await Effect.runPromise(withStores(healthyDb, seedHealthy))
+  await Effect.runPromise(withStores(staleDb, seedStale))
+})
+
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true })
+})
+
+const fileHash = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex")
+
+describe("pi-workflow-turns (the bin)", () => {
+  it("runs: an aligned table, newest first, no colour when piped; --state filters; --json for scripts", async () => {
+    const table = await cli(["runs", "--db", healthyDb])
+    expect(table.code).toBe(0)
+    const lines = table.stdout.trimEnd().split("\n")
+    expect(lines[0]).toMatch(/^RUN\s+WORKFLOW\s+STATE\s+NODE\s+STEPS\s+CREATED\s+UPDATED\s+SESSION$/)
+    expect(lines.slice(1).map((l) => l.split(/\s+/)[0])).toEqual(["run-live", "run-done"])
+    // Aligned: every row's STATE column starts where the header's does.
+    const at = lines[0]?.indexOf("STATE") ?? -1
+    expect(lines.slice(1).map((l) => l.slice(at).split(/\s+/)[0])).toEqual(["running", "completed"])
+    expect(table.stdout).toMatch(/\d+s ago|now/)
+    expect(table.stdout).not.toContain("\u001b[")
+
+    const completed = await cli(["runs", "--db", healthyDb, "--state", "completed", "--json"])
+    expect(completed.code).toBe(0)
+    const parsed = JSON.parse(completed.stdout)
+    expect(parsed.map((r: { runId: string }) => r.runId)).toEqual(["run-done"])
+    expect(parsed[0].result).toEqual({ greeting: "hi" })
+    expect(parsed[0].stepCount).toBe(2)
+
+    const bySession = await cli(["runs", "--db", healthyDb, "--session", "session-b", "--json"])
+    expect(JSON.parse(bySession.stdout).map((r: { runId: string }) => r.runId)).toEqual(["run-live"])
+  })
+
+  it("intents: stage per intent; --pending/--eligible/--resolved filter and exclude each other", async () => {
+    const all = await cli(["intents", "--db", healthyDb])
+    expect(all.code).toBe(0)
+    expect(all.stdout).toMatch(/^INTENT\s+RUN\s+CAUSE\s+NODE\s+STAGE\s+REQUESTED\s+SESSION/)
+    expect(all.stdout).toContain("resolved (fallback)")
+    expect(all.stdout).toContain("eligible")
+
+    const eligible = JSON.parse((await cli(["intents", "--db", healthyDb, "--eligible", "--json"])).stdout)
+    expect(eligible.map((i: { runId: string }) => i.runId)).toEqual(["run-live"])
+    const resolved = JSON.parse((await cli(["intents", "--db", healthyDb, "--resolved", "--json"])).stdout)
+    expect(resolved.map((i: { intentId: string }) => i.intentId)).toEqual([resolvedIntentId])
+    const byRun = JSON.parse(
+      (await cli(["intents", "--db", healthyDb, "--run", "run-done", "--json"])).stdout
+    )
+    expect(byRun).toHaveLength(1)
+
+    const both = await cli(["intents", "--db", healthyDb, "--pending", "--resolved"])
+    expect(both.code).toBe(2)
+    expectOneLine(both)
+    expect(both.stderr).toContain("choose one of --pending, --eligible and --resolved")
+  })
+
+  it("show: a run's steps and intents; an intent's life and how it was resolved", async () => {
+    const run = await cli(["show", "run-done", "--db", healthyDb])
+    expect(run.code).toBe(0)
+    expect(run.stdout).toMatch(/state:\s+completed/)
+    expect(run.stdout).toMatch(/1\s+hello\s+timed_out/)
+    expect(run.stdout).toMatch(/2\s+bye\s+ok/)
+    expect(run.stdout).toContain("step timed out after 1s")
+    expect(run.stdout).toContain(resolvedIntentId)
+
+    const intent = await cli(["show", resolvedIntentId, "--db", healthyDb])
+    expect(intent.code).toBe(0)
+    expect(intent.stdout).toMatch(/created:\s+\d{4}-/)
+    expect(intent.stdout).toMatch(/eligible:\s+\d{4}-/)
+    expect(intent.stdout).toMatch(/resolved:\s+\d{4}-.* by fallback \(message m-1\)/)
+
+    const json = JSON.parse((await cli(["show", "run-done", "--db", healthyDb, "--json"])).stdout)
+    expect(json.steps.map((s: { outcome: string }) => s.outcome)).toEqual(["timed_out", "ok"])
+    expect(json.steps[1].output).toEqual({ greeting: "hi" })
+
+    const missing = await cli(["show", "no-such-id", "--db", healthyDb])
+    expect(missing.code).toBe(1)
+    expectOneLine(missing)
+    expect(missing.stderr).toContain("no turn intent or run with ID no-such-id")
+  })
+
+  it("doctor: exit 0 on a healthy database, and reading changes nothing", async () => {
+    const before = fileHash(healthyDb)
+    const result = await cli(["doctor", "--db", healthyDb])
+    expect(result.code).toBe(0)
+    expect(result.stdout).toContain("healthy")
+    expect(result.stdout).not.toContain("PROBLEM")
+    expect(fileHash(healthyDb)).toBe(before)
+  })
+
+  it("doctor: explains stranded intents, expired claims, abandoned runs and legacy rows; deletes nothing", async () => {
+    // A legacy alpha table with one undelivered launch_failure (the current schema forbids the kind).
+    const raw = new BetterSqlite(staleDb)
+    raw.exec(`DROP TABLE workflow_notifications;
+      CREATE TABLE workflow_notifications (notification_id TEXT PRIMARY KEY, run_id TEXT, target_session_id TEXT,
+        kind TEXT, payload_json TEXT, created_at TEXT, delivered_at TEXT);
+      INSERT INTO workflow_notifications VALUES ('n1', 'r', 's', 'launch_failure', '{}', 'x', NULL);`)
+    raw.close()
+    const result = await cli(["doctor", "--db", staleDb])
+    expect(result.code).toBe(1)
+    expect(result.stdout).toContain("1 pending launch_failure notification(s)")
+    expect(result.stdout).toContain("move")
+    expect(result.stdout).toMatch(/1 turn intent waited more than 10m/)
+    expect(result.stdout).toContain("run-lost")
+    expect(result.stdout).toMatch(/delivery claim whose lease expired[\s\S]*run-claimed/)
+    expect(result.stdout).toMatch(/stopped renewing[\s\S]*run-abandoned/)
+    const json = JSON.parse((await cli(["doctor", "--db", staleDb, "--json"])).stdout)
+    expect(json.healthy).toBe(false)
+    expect(json.findings.filter((f: { healthy: boolean }) => !f.healthy)).toHaveLength(4)
+    const check = new BetterSqlite(staleDb, { readonly: true })
+    expect(check.prepare("SELECT count(*) AS n FROM workflow_notifications").get()).toEqual({ n: 1 })
+    check.close()
+  })
+
+  it("never blocks a live writer: reads while another process holds a write transaction", async () => {
+    const writer = new BetterSqlite(healthyDb)
+    try {
+      writer.exec("BEGIN IMMEDIATE")
+      writer.exec("UPDATE workflow_runs SET parked_reason = 'uncommitted' WHERE run_id = 'run-live'")
+      const result = await cli(["runs", "--db", healthyDb, "--json"])
+      expect(result.code).toBe(0)
+      // The last committed state, not the writer's uncommitted change.
+      expect(JSON.parse(result.stdout).map((r: { parkedReason: unknown }) => r.parkedReason)).toEqual([
+        null,
+        null
+      ])
+    } finally {
+      if (writer.inTransaction) writer.exec("ROLLBACK")
+      writer.close()
+    }
+  })
+
+  it("says the database is busy when another process holds it exclusively", async () => {
+    const holder = new BetterSqlite(healthyDb)
+    try {
+      holder.pragma("locking_mode = EXCLUSIVE")
+      holder.exec("BEGIN EXCLUSIVE")
+      const result = await cli(["runs", "--db", healthyDb])
+      expect(result.code).toBe(3)
+      expectOneLine(result)
+      expect(result.stderr).toContain("the database is busy")
+    } finally {
+      if (holder.inTransaction) holder.exec("ROLLBACK")
+      holder.close()
+    }
+  })
+
+  it("finds the database like the extension does: PI_WORKFLOWS_DB", async () => {
+    const result = await cli(["runs", "--json"], { PI_WORKFLOWS_DB: healthyDb })
+    expect(result.code).toBe(0)
+    expect(JSON.parse(result.stdout)).toHaveLength(2)
+  })
+
+  it("bad input: one clear line and a non-zero exit, never a stack trace", async () => {
+    const notDb = join(dir, "notes.txt")
+    writeFileSync(notDb, "these are not the tables you are looking for\n".repeat(100))
+    const otherDb = join(dir, "other.db")
+    const other = new BetterSqlite(otherDb)
+    other.exec("CREATE TABLE t (x)")
+    other.close()
+    const wrongSchema = join(dir, "wrong-schema.db")
+    const wrong = new BetterSqlite(wrongSchema)
+    wrong.exec("CREATE TABLE pi_workflows_metadata (key TEXT PRIMARY KEY, value TEXT)")
+    wrong.exec("INSERT INTO pi_workflows_metadata VALUES ('schema', 'pi-workflows.controller-store.v0')")
+    wrong.close()
+    const cases: ReadonlyArray<readonly [ReadonlyArray<string>, string | RegExp]> = [
+      [["runs", "--bogus"], "--bogus"],
+      [["frobnicate"], /frobnicate|Invalid subcommand/i],
+      [["runs", "--limit", "0", "--db", healthyDb], "--limit must be from 1 to 1000"],
+      [["runs", "--db", join(dir, "missing.db")], "no controller database at"],
+      [["runs", "--db", notDb], "not a database"],
+      [["runs", "--db", otherDb], "is not a pi-workflow-turns database"],
+      [["doctor", "--db", wrongSchema], 'has schema "pi-workflows.controller-store.v0"'],
+      [["runs"], "no controller database at"]
+    ]
+    for (const [args, expected] of cases) {
+      const result = await cli(args)
+      expect(result.code, args.join(" ")).not.toBe(0)
+      expectOneLine(result)
+      if (typeof expected === "string") expect(result.stderr).toContain(expected)
+      else expect(result.stderr).toMatch(expected)
+    }
+    // Nothing was created where the extension would keep the database.
+    expect(() => readFileSync(join(dir, "missing.db"))).toThrow()
+  })
+})
