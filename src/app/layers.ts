@@ -25,6 +25,7 @@ import type { RunStore } from "../store/run-store.ts"
 import * as RunStoreSqlite from "../store/run-store-sqlite.ts"
 import type { TurnIntentStore } from "../store/turn-intent-store.ts"
 import * as TurnIntentStoreSqlite from "../store/turn-intent-store-sqlite.ts"
+import * as Maintenance from "./maintenance.ts"
 import * as SyncOnEligible from "./sync-on-eligible.ts"
 
 export interface AppConfig {
@@ -33,6 +34,8 @@ export interface AppConfig {
   readonly workflows: ReadonlyArray<WorkflowEntry>
   readonly engine?: EngineConfig
   readonly core?: CoreOptions
+  /** Spacing of the periodic reconciliation pass (default 5 s); null turns it off. */
+  readonly maintenanceIntervalMs?: number | null
 }
 
 export type AppServices =
@@ -68,5 +71,11 @@ export const layerApp = (
     Layer.provideMerge(Layer.merge(core, registry))
   )
   // The later layer of a merge wins: the app exposes the decorated SourceEvents.
-  return Layer.merge(app, events)
+  const whole = Layer.merge(app, events)
+  const maintenance = Maintenance.layer(
+    config.maintenanceIntervalMs === undefined
+      ? Maintenance.DEFAULT_MAINTENANCE_INTERVAL_MS
+      : config.maintenanceIntervalMs
+  )
+  return Layer.merge(whole, maintenance.pipe(Layer.provide(whole)))
 }

@@ -8,6 +8,7 @@ import { Coordinator } from "../delivery/coordinator.ts"
 import { Engine } from "../engine/engine.ts"
 import { AbortBookkeeping } from "../interruption/abort-bookkeeping.ts"
 import { PiSession } from "../session/pi-session.ts"
+import { reconcileSession } from "./maintenance.ts"
 
 /** Log and continue: a hook failure must never break Pi's event dispatch. */
 const guarded = <A, E, R>(label: string, effect: Effect.Effect<A, E, R>) =>
@@ -20,14 +21,43 @@ const guarded = <A, E, R>(label: string, effect: Effect.Effect<A, E, R>) =>
     )
   )
 
-/** Session start: deliver what is owed, then continue parked runs and queued launches. */
+/** Why a run is `waiting` after the user's Escape: durable, so the hold survives a restart. */
+export const USER_HOLD_REASON = "the user interrupted the step (Escape)"
+
+export interface StartOutcome {
+  /** The session's workflow is held by the user (Escape before a restart): keep holding. */
+  readonly userHold: boolean
+}
+
+/** Is the session's workflow held by the user? Read from the run row, not from memory. */
+export const userHeld = (sessionId: string) =>
+  Effect.flatMap(Engine, (engine) =>
+    engine.active(sessionId).pipe(
+      Effect.map(
+        (active) =>
+          Option.isSome(active) &&
+          active.value.state === "waiting" &&
+          active.value.parkedReason === USER_HOLD_REASON
+      ),
+      Effect.orElseSucceed(() => false)
+    )
+  )
+
+/**
+ * Session start: restore a durable user hold, deliver what is owed (not while held), then
+ * continue parked runs and queued launches.
+ */
 export const onSessionStart = Effect.gen(function* () {
   const coordinator = yield* Coordinator
   const engine = yield* Engine
   const sessionId = yield* (yield* PiSession).sessionId
-  yield* guarded("fallback sync at session start", coordinator.onSessionStart)
-  yield* guarded("run recovery", engine.recover(sessionId))
-  yield* guarded("queued launch activation", engine.activate(sessionId))
+  const userHold = yield* userHeld(sessionId)
+  // Debts first (intents of ended runs, takeover of dead owners' runs, presentations), so the
+  // fallback sync below already sees every eligible intent.
+  yield* guarded("run reconciliation", reconcileSession)
+  if (!userHold) yield* guarded("fallback sync at session start", coordinator.onSessionStart)
+  if (!userHold) yield* guarded("queued launch activation", engine.activate(sessionId))
+  return { userHold } satisfies StartOutcome
 })
 
 export interface SettleOutcome {
@@ -58,7 +88,7 @@ export const classifySettle = (aborted: boolean) =>
     const runId = active.value.runId
     yield* guarded(
       "hold after Escape",
-      Effect.zipRight(engine.park(runId, "the user interrupted the step (Escape)"), engine.pause(runId))
+      Effect.zipRight(engine.park(runId, USER_HOLD_REASON), engine.pause(runId))
     )
     return { userHold: true } satisfies SettleOutcome
   })
