@@ -74,7 +74,21 @@ export const make = (config: EngineConfig = {}) =>
     const fibers = yield* FiberMap.make<string>()
     const detached = yield* FiberSet.make()
     const handles = yield* Ref.make<ReadonlyMap<string, ActiveRun>>(new Map())
+    // Completed runs whose presentation this process is sending right now (runner or reconcile).
+    const presenting = yield* Ref.make<ReadonlySet<string>>(new Set())
+    const claimPresentation = (runId: string) =>
+      Ref.modify(presenting, (set): [boolean, ReadonlySet<string>] =>
+        set.has(runId) ? [false, set] : [true, new Set(set).add(runId)]
+      )
+    const releasePresentation = (runId: string) =>
+      Ref.update(presenting, (set) => {
+        const next = new Set(set)
+        next.delete(runId)
+        return next
+      })
     const deps: RunnerDeps = {
+      claimPresentation,
+      releasePresentation,
       store: withLockRetries(store),
       coordinator,
       events,
@@ -318,44 +332,33 @@ export const make = (config: EngineConfig = {}) =>
         return { resumed, refused }
       })
 
-    // Completed runs whose presentation this process is sending right now.
-    const presenting = yield* Ref.make<ReadonlySet<string>>(new Set())
-
     const presentOwed = (record: RunRecord, inBranch: ReadonlySet<string>) =>
       Effect.gen(function* () {
-        if (!owesPresentation(record, yield* store.events(record.runId))) return false
-        if (inBranch.has(record.runId)) {
-          yield* store
-            .recordEvent(record.runId, { kind: "presented", message: "found in the session branch" })
-            .pipe(Effect.catchTag("RunNotFound", () => Effect.void))
-          return true
-        }
-        const claimed = yield* Ref.modify(presenting, (set): [boolean, ReadonlySet<string>] =>
-          set.has(record.runId) ? [false, set] : [true, new Set(set).add(record.runId)]
-        )
-        if (!claimed) return false
-        const found = yield* Effect.either(registry.get(record.workflowName))
-        const steps = yield* store.steps(record.runId)
-        const memory = memoryOf(record, steps)
-        const result = Option.getOrNull(record.result)
-        const workflow =
-          found._tag === "Right" ? found.right.workflow : { name: record.workflowName, presentation: null }
-        return yield* presentRun(deps, {
-          runId: record.runId,
-          workflow,
-          input: record.input,
-          outputs: memory.outputs,
-          results: memory.results,
-          result
-        }).pipe(
-          Effect.ensuring(
-            Ref.update(presenting, (set) => {
-              const next = new Set(set)
-              next.delete(record.runId)
-              return next
-            })
-          )
-        )
+        // Claimed before reading the events: a runner that is presenting holds the claim, and
+        // once it released it the `presented` event is there.
+        if (!(yield* claimPresentation(record.runId))) return false
+        return yield* Effect.gen(function* () {
+          if (!owesPresentation(record, yield* store.events(record.runId))) return false
+          if (inBranch.has(record.runId)) {
+            yield* store
+              .recordEvent(record.runId, { kind: "presented", message: "found in the session branch" })
+              .pipe(Effect.catchTag("RunNotFound", () => Effect.void))
+            return true
+          }
+          const found = yield* Effect.either(registry.get(record.workflowName))
+          const steps = yield* store.steps(record.runId)
+          const memory = memoryOf(record, steps)
+          const workflow =
+            found._tag === "Right" ? found.right.workflow : { name: record.workflowName, presentation: null }
+          return yield* presentRun(deps, {
+            runId: record.runId,
+            workflow,
+            input: record.input,
+            outputs: memory.outputs,
+            results: memory.results,
+            result: Option.getOrNull(record.result)
+          })
+        }).pipe(Effect.ensuring(releasePresentation(record.runId)))
       })
 
     const reconcile: EngineService["reconcile"] = (sessionId, options) =>

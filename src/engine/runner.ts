@@ -221,7 +221,15 @@ const conclude = (
           next: { _tag: "End", state: "completed", result: value.output }
         })
         yield* remember
-        yield* deps.background(present(deps, run, value.output))
+        // Reserved before the fork, so a reconciliation pass cannot present it a second time.
+        if (yield* deps.claimPresentation(run.runId)) {
+          yield* deps.background(
+            Effect.ensuring(
+              Effect.asVoid(present(deps, run, value.output)),
+              deps.releasePresentation(run.runId)
+            )
+          )
+        }
         return null
       case "Fail":
       case "TimeOut": {

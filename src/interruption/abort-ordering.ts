@@ -12,7 +12,7 @@
  * steps 1–2 do (fail, die, hang past the bound, get interrupted). A failed persist is returned
  * (not raised): terminal handling retries the same intent ID.
  */
-import { Duration, Effect, Exit, Ref } from "effect"
+import { Data, Duration, Effect, Exit, Ref } from "effect"
 import type { IntentRequest } from "../domain/intent-request.ts"
 import { PiSession } from "../session/pi-session.ts"
 import { ABORT_LOCK_BUDGET_MS, withLockBudget } from "../store/database.ts"
@@ -30,10 +30,9 @@ export interface AbortOutcome {
 }
 
 /** The persist step did not answer within its bound. */
-export class PersistTimeout extends Error {
-  readonly _tag = "PersistTimeout"
-  constructor(readonly ms: number) {
-    super(`store did not answer within ${ms} ms`)
+export class PersistTimeout extends Data.TaggedError("PersistTimeout")<{ readonly ms: number }> {
+  override get message() {
+    return `store did not answer within ${this.ms} ms`
   }
 }
 
@@ -66,7 +65,7 @@ export const abortActiveTurn = (
         withLockBudget(ABORT_LOCK_BUDGET_MS),
         Effect.timeoutFail({
           duration: Duration.millis(options.persistTimeoutMs),
-          onTimeout: () => new PersistTimeout(options.persistTimeoutMs)
+          onTimeout: () => new PersistTimeout({ ms: options.persistTimeoutMs })
         }),
         Effect.exit
       )
