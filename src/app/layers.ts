@@ -32,6 +32,7 @@ import * as NotifierLive from "../notifications/notifier.ts"
 import type { Notifier } from "../notifications/notifier.ts"
 import type { NotificationStore } from "../store/notification-store.ts"
 import * as NotificationStoreSqlite from "../store/notification-store-sqlite.ts"
+import * as Maintenance from "./maintenance.ts"
 import * as SyncOnEligible from "./sync-on-eligible.ts"
 
 export interface AppConfig {
@@ -41,6 +42,8 @@ export interface AppConfig {
   readonly engine?: EngineConfig
   readonly core?: CoreOptions
   readonly notifications?: NotificationsConfig
+  /** Spacing of the periodic reconciliation pass (default 5 s); null turns it off. */
+  readonly maintenanceIntervalMs?: number | null
 }
 
 export type AppServices =
@@ -84,5 +87,11 @@ export const layerApp = (
     Layer.provideMerge(Layer.mergeAll(core, registry, notifications))
   )
   // The later layer of a merge wins: the app exposes the decorated SourceEvents.
-  return Layer.merge(app, events)
+  const whole = Layer.merge(app, events)
+  const maintenance = Maintenance.layer(
+    config.maintenanceIntervalMs === undefined
+      ? Maintenance.DEFAULT_MAINTENANCE_INTERVAL_MS
+      : config.maintenanceIntervalMs
+  )
+  return Layer.merge(whole, maintenance.pipe(Layer.provide(whole)))
 }

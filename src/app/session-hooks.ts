@@ -9,6 +9,7 @@ import { Engine } from "../engine/engine.ts"
 import { AbortBookkeeping } from "../interruption/abort-bookkeeping.ts"
 import { Notifier } from "../notifications/notifier.ts"
 import { PiSession } from "../session/pi-session.ts"
+import { reconcileSession } from "./maintenance.ts"
 import { heldAfterEscape } from "./replies.ts"
 
 /** Log and continue: a hook failure must never break Pi's event dispatch. */
@@ -22,16 +23,45 @@ const guarded = <A, E, R>(label: string, effect: Effect.Effect<A, E, R>) =>
     )
   )
 
-/** Session start: deliver what is owed, then continue parked runs and queued launches. */
+/** Why a run is `waiting` after the user's Escape: durable, so the hold survives a restart. */
+export const USER_HOLD_REASON = "the user interrupted the step (Escape)"
+
+export interface StartOutcome {
+  /** The session's workflow is held by the user (Escape before a restart): keep holding. */
+  readonly userHold: boolean
+}
+
+/** Is the session's workflow held by the user? Read from the run row, not from memory. */
+export const userHeld = (sessionId: string) =>
+  Effect.flatMap(Engine, (engine) =>
+    engine.active(sessionId).pipe(
+      Effect.map(
+        (active) =>
+          Option.isSome(active) &&
+          active.value.state === "waiting" &&
+          active.value.parkedReason === USER_HOLD_REASON
+      ),
+      Effect.orElseSucceed(() => false)
+    )
+  )
+
+/**
+ * Session start: restore a durable user hold, deliver what is owed (not while held), then
+ * continue parked runs and queued launches.
+ */
 export const onSessionStart = Effect.gen(function* () {
   const coordinator = yield* Coordinator
   const engine = yield* Engine
   const sessionId = yield* (yield* PiSession).sessionId
+  const userHold = yield* userHeld(sessionId)
+  // Debts first (intents of ended runs, takeover of dead owners' runs, presentations), so the
+  // fallback sync below already sees every eligible intent.
+  yield* guarded("run reconciliation", reconcileSession)
   // Passive notifications this session missed (stored, never shown): display only, no turn.
   yield* guarded("notification delivery at session start", (yield* Notifier).deliverPending)
-  yield* guarded("fallback sync at session start", coordinator.onSessionStart)
-  yield* guarded("run recovery", engine.recover(sessionId))
-  yield* guarded("queued launch activation", engine.activate(sessionId))
+  if (!userHold) yield* guarded("fallback sync at session start", coordinator.onSessionStart)
+  if (!userHold) yield* guarded("queued launch activation", engine.activate(sessionId))
+  return { userHold } satisfies StartOutcome
 })
 
 export interface SettleOutcome {
@@ -62,7 +92,7 @@ export const classifySettle = (aborted: boolean) =>
     const runId = active.value.runId
     yield* guarded(
       "hold after Escape",
-      Effect.zipRight(engine.park(runId, "the user interrupted the step (Escape)"), engine.pause(runId)).pipe(
+      Effect.zipRight(engine.park(runId, USER_HOLD_REASON), engine.pause(runId)).pipe(
         // Pi itself says only "Operation aborted": say once what happened to the run.
         Effect.tap((held) => session.notify(heldAfterEscape(held), "warning"))
       )

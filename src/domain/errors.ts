@@ -82,3 +82,11 @@ export class IncompatibleStore extends Schema.TaggedError<IncompatibleStore>()("
     return `The database ${this.databasePath} has schema "${this.found}", expected "pi-workflows.controller-store.v1"`
   }
 }
+
+/**
+ * A store failure that a later attempt can fix: another connection held a lock past the busy
+ * budget. Read-only files, I/O errors and bad rows are not retried.
+ */
+export const isLockFailure = (error: { readonly _tag: string; readonly message: string }): boolean =>
+  error._tag === "StoreFailure" &&
+  /SQLITE_BUSY|SQLITE_LOCKED|database is locked|database table is locked/i.test(error.message)

@@ -8,6 +8,7 @@
  */
 import type { PolicyDecision } from "./event-policy.ts"
 import { boundReason, FACTS_SCHEMA, type FallbackFacts } from "./facts.ts"
+import { redactReason } from "./redact.ts"
 import type { SourceEventKey } from "./identity.ts"
 import type { RunRef, SourceEvent } from "./source-event.ts"
 import { type Cause, LAUNCH_NODE } from "./turn-intent.ts"
@@ -48,7 +49,8 @@ const facts = (
   cause,
   nodeId: fields.nodeId,
   attemptId: fields.attemptId,
-  reason: fields.reason === null ? null : boundReason(fields.reason),
+  // Redact before bounding: clipping first could cut a secret so its pattern no longer matches.
+  reason: fields.reason === null ? null : boundReason(redactReason(fields.reason)),
   handoff: fields.handoff
 })
 

@@ -27,6 +27,10 @@ import { submit as submitRequest } from "./requests.ts"
 import { StepProgress } from "./progress.ts"
 import { runClaimed } from "./runner.ts"
 import { snapshotOf } from "./snapshot.ts"
+import { claimToken, ownerIsDead } from "./owner.ts"
+import { presentRun } from "./presentation.ts"
+import { owesPresentation } from "../interruption/run-debts.ts"
+import { withLockRetries } from "./store-retry.ts"
 import { type RunSummary, stepView, summarize } from "./status.ts"
 import { DEFAULT_TIMEOUT_MS } from "./timeout.ts"
 
@@ -72,8 +76,22 @@ export const make = (config: EngineConfig = {}) =>
     const fibers = yield* FiberMap.make<string>()
     const detached = yield* FiberSet.make()
     const handles = yield* Ref.make<ReadonlyMap<string, ActiveRun>>(new Map())
+    // Completed runs whose presentation this process is sending right now (runner or reconcile).
+    const presenting = yield* Ref.make<ReadonlySet<string>>(new Set())
+    const claimPresentation = (runId: string) =>
+      Ref.modify(presenting, (set): [boolean, ReadonlySet<string>] =>
+        set.has(runId) ? [false, set] : [true, new Set(set).add(runId)]
+      )
+    const releasePresentation = (runId: string) =>
+      Ref.update(presenting, (set) => {
+        const next = new Set(set)
+        next.delete(runId)
+        return next
+      })
     const deps: RunnerDeps = {
-      store,
+      claimPresentation,
+      releasePresentation,
+      store: withLockRetries(store),
       coordinator,
       events,
       settings,
@@ -171,7 +189,7 @@ export const make = (config: EngineConfig = {}) =>
       Effect.gen(function* () {
         const queued = yield* store.nextQueued(sessionId)
         if (Option.isNone(queued)) return Option.none()
-        const token = yield* newId("claim")
+        const token = claimToken((yield* newId("x")).slice(2))
         const claimed = yield* store
           .claim({ runId: queued.value.runId, token, leaseMs: settings.leaseMs, mode: "activate" })
           .pipe(
@@ -254,7 +272,9 @@ export const make = (config: EngineConfig = {}) =>
         return summarize(result.run, yield* now)
       })
 
-    const resume: EngineService["resume"] = (runId) =>
+    const resume: EngineService["resume"] = (runId) => resumeRun(runId, undefined)
+
+    const resumeRun = (runId: string, takeoverFrom: string | undefined) =>
       Effect.gen(function* () {
         const record = yield* requireRun(runId)
         const refuse = (problem: string) =>
@@ -270,9 +290,15 @@ export const make = (config: EngineConfig = {}) =>
         const registered = yield* registry.get(record.workflowName)
         const changed = sourceProblem(record, registered)
         if (changed !== null) return yield* changed
-        const token = yield* newId("claim")
+        const token = claimToken((yield* newId("x")).slice(2))
         const claimed = yield* store
-          .claim({ runId, token, leaseMs: settings.leaseMs, mode: "resume" })
+          .claim({
+            runId,
+            token,
+            leaseMs: settings.leaseMs,
+            mode: "resume",
+            ...(takeoverFrom === undefined ? {} : { takeoverFrom })
+          })
           .pipe(
             Effect.catchTag("ClaimRefused", (refused) =>
               refused.reason === "held"
@@ -288,13 +314,20 @@ export const make = (config: EngineConfig = {}) =>
       Effect.gen(function* () {
         const at = yield* now
         const runs = yield* store.listBySession(sessionId, 100)
+        const here = yield* Ref.get(handles)
         const candidates = runs.filter(
-          (run) => run.state === "running" && (run.claimToken === null || (run.claimExpiresAt ?? 0) <= at)
+          (run) =>
+            run.state === "running" &&
+            !here.has(run.runId) &&
+            (run.claimToken === null || (run.claimExpiresAt ?? 0) <= at || ownerIsDead(run.claimToken))
         )
         const resumed: Array<RunSummary> = []
         const refused: Array<{ runId: string; reason: string }> = []
         for (const run of candidates) {
-          const outcome = yield* Effect.either(resume(run.runId))
+          const live = run.claimToken !== null && (run.claimExpiresAt ?? 0) > at
+          const outcome = yield* Effect.either(
+            resumeRun(run.runId, live ? (run.claimToken ?? undefined) : undefined)
+          )
           if (outcome._tag === "Right") resumed.push(outcome.right)
           else if (outcome.left._tag === "StoreFailure") return yield* outcome.left
           else refused.push({ runId: run.runId, reason: outcome.left.message })
@@ -302,11 +335,57 @@ export const make = (config: EngineConfig = {}) =>
         return { resumed, refused }
       })
 
+    const presentOwed = (record: RunRecord, inBranch: ReadonlySet<string>) =>
+      Effect.gen(function* () {
+        // Claimed before reading the events: a runner that is presenting holds the claim, and
+        // once it released it the `presented` event is there.
+        if (!(yield* claimPresentation(record.runId))) return false
+        return yield* Effect.gen(function* () {
+          if (!owesPresentation(record, yield* store.events(record.runId))) return false
+          if (inBranch.has(record.runId)) {
+            yield* store
+              .recordEvent(record.runId, { kind: "presented", message: "found in the session branch" })
+              .pipe(Effect.catchTag("RunNotFound", () => Effect.void))
+            return true
+          }
+          const found = yield* Effect.either(registry.get(record.workflowName))
+          const steps = yield* store.steps(record.runId)
+          const memory = memoryOf(record, steps)
+          const workflow =
+            found._tag === "Right" ? found.right.workflow : { name: record.workflowName, presentation: null }
+          return yield* presentRun(deps, {
+            runId: record.runId,
+            workflow,
+            input: record.input,
+            outputs: memory.outputs,
+            results: memory.results,
+            result: Option.getOrNull(record.result)
+          })
+        }).pipe(Effect.ensuring(releasePresentation(record.runId)))
+      })
+
+    const reconcile: EngineService["reconcile"] = (sessionId, options) =>
+      Effect.gen(function* () {
+        const recovered = yield* recover(sessionId)
+        const runs = yield* store.listBySession(sessionId, 100)
+        const presented: Array<string> = []
+        for (const record of runs) {
+          if (record.state !== "completed") continue
+          if (yield* presentOwed(record, options.inBranch)) presented.push(record.runId)
+        }
+        return { recovered, presented }
+      })
+
     const status: EngineService["status"] = (runId) =>
       Effect.gen(function* () {
         const record = yield* requireRun(runId)
         const steps = yield* store.steps(runId)
-        return { ...summarize(record, yield* now), stepRecords: steps.map(stepView) }
+        const events = yield* store.events(runId)
+        return {
+          ...summarize(record, yield* now),
+          stepRecords: steps.map(stepView),
+          events: events.map((event) => ({ kind: event.kind, message: event.message, at: event.at }))
+        }
       })
 
     const list: EngineService["list"] = (sessionId, options) =>
@@ -364,6 +443,7 @@ export const make = (config: EngineConfig = {}) =>
         }),
       resume,
       recover,
+      reconcile,
       status,
       active,
       list,

@@ -46,6 +46,12 @@ export interface RecoverReport {
   readonly refused: ReadonlyArray<{ readonly runId: string; readonly reason: string }>
 }
 
+export interface ReconcileReport {
+  readonly recovered: RecoverReport
+  /** Completed runs presented now (sent, or found in the branch). */
+  readonly presented: ReadonlyArray<string>
+}
+
 type ControlError = RunNotFound | InvalidRunState | StoreFailure
 
 export interface EngineService {
@@ -79,8 +85,20 @@ export interface EngineService {
   readonly resume: (
     runId: string
   ) => Effect.Effect<RunSummary, ControlError | RunBusy | SourceChanged | WorkflowNotFound>
-  /** Resume every parked or lease-expired (not waiting) run of the session. */
+  /**
+   * Resume every parked or lease-expired (not waiting) run of the session, and every run whose
+   * claim names an owner process on this machine that no longer exists.
+   */
   readonly recover: (sessionId: string) => Effect.Effect<RecoverReport, StoreFailure>
+  /**
+   * Durable debts of the engine after a crash: take over runs of dead owners (`recover`) and
+   * present completed runs whose presentation never reached the session. `inBranch`: runs whose
+   * presentation the session branch already shows (recorded, not sent again).
+   */
+  readonly reconcile: (
+    sessionId: string,
+    options: { readonly inBranch: ReadonlySet<string> }
+  ) => Effect.Effect<ReconcileReport, StoreFailure>
   readonly status: (runId: string) => Effect.Effect<RunStatus, RunNotFound | StoreFailure>
   /** The session's queued, running or waiting run (at most one), for tool calls without a run ID. */
   readonly active: (sessionId: string) => Effect.Effect<Option.Option<RunSummary>, StoreFailure>

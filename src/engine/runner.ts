@@ -4,28 +4,67 @@
  * source events the successor-turn core needs. Transitions take the run's lock, so a
  * submission and a timeout or stop can never both win.
  */
-import { Deferred, Effect, Option, Ref, Schedule } from "effect"
+import { Deferred, Duration, Effect, Option, Ref, Schedule } from "effect"
 import type { StoreFailure } from "../domain/errors.ts"
-import type { ActiveTurnCause, Provenance, TerminalState } from "../domain/source-event.ts"
+import type { ActiveTurnCause, TerminalState } from "../domain/source-event.ts"
+import { terminalEvent } from "../interruption/run-debts.ts"
+import { ABORT_LOCK_BUDGET_MS, withLockBudget } from "../store/database.ts"
 import type { ClaimLost } from "../store/run-errors.ts"
-import type { StepOutcome, StepRecord, StepUpdate, RunError } from "../store/run-store.ts"
+import type {
+  HandoffResult,
+  RunError,
+  RunRecord,
+  StepOutcome,
+  StepRecord,
+  StepUpdate
+} from "../store/run-store.ts"
 import { type ActiveRun, newId, type RunnerDeps, type StopRequest, type VisitState } from "./active-run.ts"
 import type { NodeResult } from "./definition.ts"
-import { defaultPresentation, DELIVERY, presentationMessage } from "./messages.ts"
+import { presentRun } from "./presentation.ts"
 import { decide } from "./routing.ts"
 import { executeVisit, type VisitResult } from "./visit.ts"
 
 type Step = Effect.Effect<string | null, ClaimLost | StoreFailure>
 
-/** Record abort provenance (durably unless the claim is gone), then tell the core. */
+/** Longest an abort waits for its provenance write (the intent persist has its own bound). */
+export const PROVENANCE_BOUND_MS = 200
+/** Longest an abort waits to read whether its claim still holds (a read; normally µs). */
+export const CLAIM_CHECK_MS = 50
+
+/**
+ * Record abort provenance and tell the core, which persists the intent (bounded) and aborts the
+ * turn. The two run side by side, so the abort waits for neither store longer than the core's
+ * persist bound, and the publish is the finalizer of the write: a failed, hung or dying write
+ * never skips it. A write that did not land is left to terminal handling, which reads the
+ * in-memory provenance. Claim loss has no claim to write under: its provenance goes to the run
+ * unfenced (`recordHandoff`) for the new owner's terminal outcome to reuse; when the run has
+ * already ended, nobody will, and this runner publishes the no-successor handoff itself.
+ */
 const interrupt = (
   deps: RunnerDeps,
   run: ActiveRun,
   visit: VisitState,
-  cause: ActiveTurnCause,
-  reason: string
+  requested: ActiveTurnCause,
+  requestedReason: string
 ) =>
   Effect.gen(function* () {
+    let cause = requested
+    let reason = requestedReason
+    // A read never waits for another process's write lock (WAL): find out cheaply whether the
+    // claim is still ours, so a turn whose run was taken over is reported as a claim loss.
+    const claim = yield* deps.store
+      .get(run.runId)
+      .pipe(Effect.timeout(Duration.millis(CLAIM_CHECK_MS)), Effect.either, Effect.interruptible)
+    if (
+      cause !== "claimLost" &&
+      claim._tag === "Right" &&
+      Option.isSome(claim.right) &&
+      claim.right.value.claimToken !== run.fence.token
+    ) {
+      yield* Ref.update(run.memory, (m) => ({ ...m, claimLostReported: true }))
+      cause = "claimLost"
+      reason = "another runner took over the workflow run"
+    }
     const memory = yield* Ref.get(run.memory)
     const provenance = {
       cause,
@@ -33,45 +72,89 @@ const interrupt = (
       attemptId: visit.attemptId,
       interruption: memory.interruptions
     }
-    if (cause !== "claimLost") yield* deps.store.recordInterruption(run.fence, provenance)
     yield* Ref.update(run.memory, (m) => ({
       ...m,
       interruptions: m.interruptions + 1,
       outstanding: provenance
     }))
-    yield* deps.events.publish({ _tag: "ActiveTurnInterrupted", run: run.ref, provenance, reason })
+    const write: Effect.Effect<HandoffResult | null, unknown> =
+      cause === "claimLost"
+        ? deps.store.recordHandoff(run.runId, provenance)
+        : Effect.as(deps.store.recordInterruption(run.fence, provenance), null)
+    const written = write.pipe(
+      withLockBudget(ABORT_LOCK_BUDGET_MS),
+      Effect.timeoutFail({
+        duration: Duration.millis(PROVENANCE_BOUND_MS),
+        onTimeout: () => new Error(`provenance not stored within ${PROVENANCE_BOUND_MS} ms`)
+      }),
+      Effect.either,
+      Effect.tap((result) =>
+        result._tag === "Left"
+          ? Effect.logWarning(
+              `workflow run ${run.runId}: abort provenance not stored; terminal handling retries`
+            )
+          : Effect.void
+      ),
+      Effect.interruptible
+    )
+    const publish = deps.events.publish({ _tag: "ActiveTurnInterrupted", run: run.ref, provenance, reason })
+    const [recorded] = yield* Effect.all([Effect.exit(written), publish], { concurrency: 2 }).pipe(
+      Effect.uninterruptible
+    )
+    const handoff =
+      recorded._tag === "Success" && recorded.value._tag === "Right" ? recorded.value.right : null
+    if (handoff?._tag === "Ended") {
+      const result = yield* deps.events.publish({
+        _tag: "HandoffEnded",
+        run: run.ref,
+        provenance,
+        observedState: handoff.run.state,
+        reason
+      })
+      yield* recordLoss(deps, run, result.warning)
+    }
     return provenance
   })
 
-const terminal = (
-  deps: RunnerDeps,
-  run: ActiveRun,
-  state: TerminalState,
-  at: { readonly nodeId: string | null; readonly attemptId: string | null },
-  reason: string,
-  provenance: Provenance | null
-) =>
-  Effect.flatMap(Ref.get(run.memory), (memory) =>
-    deps.events.publish({
-      _tag: "RunTerminal",
-      run: run.ref,
-      state,
-      nodeId: at.nodeId,
-      attemptId: at.attemptId,
-      reason,
-      provenance,
-      interruption: memory.interruptions
-    })
-  )
+/** The successor-turn guarantee was lost for an event: keep that fact on the run (status shows it). */
+const recordLoss = (deps: RunnerDeps, run: ActiveRun, warning: string | null) =>
+  warning === null
+    ? Effect.void
+    : deps.background(
+        deps.store.recordEvent(run.runId, { kind: "guaranteeLost", message: warning }).pipe(
+          Effect.retry({ schedule: Schedule.exponential(Duration.millis(200)), times: 6 }),
+          Effect.catchAll((error) =>
+            Effect.logError(`workflow run ${run.runId}: guarantee loss not recorded: ${error.message}`)
+          )
+        )
+      )
 
-/** Claim loss: write nothing; if a turn is working on our request, it must stop. No terminal event. */
+/**
+ * The run ended durably: publish its terminal event. The abort it reuses is the one on the ended
+ * row (it may be another runner's, recorded on claim loss) or, when that write never landed,
+ * this runner's own.
+ */
+const terminal = (deps: RunnerDeps, run: ActiveRun, ended: RunRecord, state: TerminalState, reason: string) =>
+  Effect.gen(function* () {
+    const memory = yield* Ref.get(run.memory)
+    const event = terminalEvent(ended, reason, memory.outstanding)
+    if (event === null || event.state !== state) return
+    // A cancel without an outstanding abort is the direct kind: nothing to publish.
+    if (state === "cancelled" && event.provenance === null) return
+    const result = yield* deps.events.publish(event)
+    yield* recordLoss(deps, run, result.warning)
+  })
+
+/** Claim loss: if a turn is working on our request it must stop (handoff provenance). No terminal event. */
 export const onClaimLost = (deps: RunnerDeps, run: ActiveRun) =>
   Effect.gen(function* () {
     const memory = yield* Ref.get(run.memory)
     if (memory.claimLostReported) return null
     yield* Ref.update(run.memory, (m) => ({ ...m, claimLostReported: true }))
     const visit = memory.visit
-    if (visit?.delivered && !(yield* Deferred.isDone(visit.submitted))) {
+    // A turn this runner already aborted for this visit is not aborted twice.
+    const aborted = memory.outstanding !== null && memory.outstanding.attemptId === visit?.attemptId
+    if (visit?.delivered && !aborted && !(yield* Deferred.isDone(visit.submitted))) {
       yield* interrupt(deps, run, visit, "claimLost", "another runner took over the workflow run")
     }
     yield* Effect.logInfo(`workflow run ${run.runId}: claim lost; this runner stopped`)
@@ -79,30 +162,15 @@ export const onClaimLost = (deps: RunnerDeps, run: ActiveRun) =>
   })
 
 const present = (deps: RunnerDeps, run: ActiveRun, result: unknown) =>
-  Effect.gen(function* () {
-    const memory = yield* Ref.get(run.memory)
-    const custom = run.workflow.presentation
-    const text =
-      custom === null
-        ? defaultPresentation(run.workflow.name, run.runId, result)
-        : yield* Effect.tryPromise(async () =>
-            custom({ input: run.input, outputs: memory.outputs, results: memory.results, result })
-          ).pipe(
-            Effect.map((value) => (typeof value === "string" && value.length > 0 ? value : null)),
-            Effect.orElseSucceed(() => null),
-            Effect.map((value) => value ?? defaultPresentation(run.workflow.name, run.runId, result))
-          )
-    const message = presentationMessage({ runId: run.runId, state: "completed", text })
-    yield* deps.coordinator.deliverNatural({
-      kind: "presentation",
+  Effect.flatMap(Ref.get(run.memory), (memory) =>
+    presentRun(deps, {
       runId: run.runId,
-      message,
-      options: DELIVERY
+      workflow: run.workflow,
+      input: run.input,
+      outputs: memory.outputs,
+      results: memory.results,
+      result
     })
-  }).pipe(
-    Effect.catchAll((error) =>
-      Effect.logWarning(`workflow run ${run.runId}: presentation not delivered: ${error.message}`)
-    )
   )
 
 interface Visited {
@@ -153,16 +221,23 @@ const conclude = (
           next: { _tag: "End", state: "completed", result: value.output }
         })
         yield* remember
-        yield* deps.background(present(deps, run, value.output))
+        // Reserved before the fork, so a reconciliation pass cannot present it a second time.
+        if (yield* deps.claimPresentation(run.runId)) {
+          yield* deps.background(
+            Effect.ensuring(
+              Effect.asVoid(present(deps, run, value.output)),
+              deps.releasePresentation(run.runId)
+            )
+          )
+        }
         return null
       case "Fail":
       case "TimeOut": {
         const state = decision._tag === "Fail" ? "failed" : "timed_out"
         const error: RunError = { message: decision.message, nodeId: at.nodeId, original: decision.original }
-        yield* deps.store.settle(run.fence, { ...base, next: { _tag: "End", state, error } })
+        const ended = yield* deps.store.settle(run.fence, { ...base, next: { _tag: "End", state, error } })
         yield* remember
-        const memory = yield* Ref.get(run.memory)
-        yield* terminal(deps, run, state, at, decision.message, memory.outstanding)
+        yield* terminal(deps, run, ended, state, decision.message)
         return null
       }
       case "Cancel":
@@ -199,11 +274,10 @@ const onStop = (
     switch (stop._tag) {
       case "Cancel": {
         const reason = `cancelled by the ${stop.by}`
-        const provenance =
-          stop.by === "agent" && activeTurn && visit !== null
-            ? yield* interrupt(deps, run, visit, "agentCancelled", reason)
-            : null
-        yield* deps.store.settle(run.fence, {
+        if (stop.by === "agent" && activeTurn && visit !== null) {
+          yield* interrupt(deps, run, visit, "agentCancelled", reason)
+        }
+        const ended = yield* deps.store.settle(run.fence, {
           ...settleVisit(outcome("cancelled", reason), "cancelled"),
           next: {
             _tag: "End",
@@ -211,9 +285,10 @@ const onStop = (
             error: { message: reason, nodeId: at.nodeId, original: null }
           }
         })
+        // A direct cancel is quiet; an earlier system abort of this run still gets its successor.
         if (stop.by === "user")
           yield* deps.events.publish({ _tag: "Quiet", run: run.ref, kind: "directCancel" })
-        else if (provenance !== null) yield* terminal(deps, run, "cancelled", at, reason, provenance)
+        yield* terminal(deps, run, ended, "cancelled", reason)
         return null
       }
       case "Park":
@@ -229,12 +304,11 @@ const onStop = (
           return null
         }
         const message = `interrupted by the controller: ${stop.reason}`
-        yield* deps.store.settle(run.fence, {
+        const ended = yield* deps.store.settle(run.fence, {
           ...settleVisit(outcome("failed", message), "interrupted"),
           next: { _tag: "End", state: "failed", error: { message, nodeId: at.nodeId, original: null } }
         })
-        const memory = yield* Ref.get(run.memory)
-        yield* terminal(deps, run, "failed", at, message, memory.outstanding)
+        yield* terminal(deps, run, ended, "failed", message)
         return null
       }
     }
@@ -297,11 +371,10 @@ const boundary = (deps: RunnerDeps, run: ActiveRun, nodeId: string) =>
         node === undefined
           ? `node "${nodeId}" does not exist in the loaded workflow`
           : `the run reached maxSteps (${run.workflow.maxSteps}) before visiting node "${nodeId}"`
-      const at = { nodeId, attemptId: null }
-      yield* deps.store.settle(run.fence, {
+      const ended = yield* deps.store.settle(run.fence, {
         next: { _tag: "End", state: "failed", error: { message, nodeId, original: null } }
       })
-      yield* terminal(deps, run, "failed", at, message, memory.outstanding)
+      yield* terminal(deps, run, ended, "failed", message)
       return null
     }
     const attemptId = yield* newId("att")
@@ -390,11 +463,7 @@ export const runClaimed = (
   }).pipe(
     Effect.scoped,
     Effect.catchTags({
-      ClaimLost: () =>
-        onClaimLost(deps, run).pipe(
-          Effect.asVoid,
-          Effect.catchAll((error) => Effect.logError(`workflow run ${run.runId}: ${error.message}`))
-        ),
+      ClaimLost: () => Effect.asVoid(onClaimLost(deps, run)),
       // The claim stays until its lease expires; a later resume takes the run over.
       StoreFailure: (error) =>
         Effect.logError(`workflow run ${run.runId}: store failure, runner stopped: ${error.message}`)

@@ -48,6 +48,8 @@ export interface StepView {
 
 export interface RunStatus extends RunSummary {
   readonly stepRecords: ReadonlyArray<StepView>
+  /** Durable run events: a lost successor-turn guarantee, a presentation that reached the session. */
+  readonly events: ReadonlyArray<{ readonly kind: string; readonly message: string; readonly at: string }>
 }
 
 export const summarize = (run: RunRecord, now: number): RunSummary => ({

@@ -138,7 +138,14 @@ export const createSessionApp = (pi: ExtensionAPI): SessionApp => {
 
     sessionStart: async (ctx) => {
       bridge.setShuttingDown(false)
-      await withApp(ctx, (runtime) => runtime.runPromise(onSessionStart))
+      await withApp(ctx, async (runtime) => {
+        const outcome = await runtime.runPromise(onSessionStart)
+        // The hold after Escape is durable: a restarted session keeps holding until resume.
+        if (outcome.userHold) {
+          held = true
+          bridge.setUserHold(true)
+        }
+      })
     },
 
     observe: (ctx) => bridge.setContext(ctx),

@@ -1,18 +1,21 @@
 /**
  * Abort ordering for an active workflow turn. The publisher records abort provenance on the run
- * before publishing (the event carries it); then, in this order:
+ * before publishing (bounded; the event carries it either way); then, in this order:
  *
  * 1. build the source event and intent IDs from that provenance;
  * 2. try to persist the intent, bounded in time, so a slow or failing store cannot hold the
  *    abort back by more than `persistTimeoutMs`;
  * 3. record the intent in system-abort bookkeeping;
- * 4. abort the turn — always, whatever happened before.
+ * 4. abort the turn.
  *
- * A failed persist is returned (not raised): terminal handling retries the same intent ID.
+ * Steps 3 and 4 are a finalizer of steps 1–2 in an uninterruptible region: they run whatever
+ * steps 1–2 do (fail, die, hang past the bound, get interrupted). A failed persist is returned
+ * (not raised): terminal handling retries the same intent ID.
  */
-import { Cause, Duration, Effect, Exit } from "effect"
+import { Data, Duration, Effect, Exit, Ref } from "effect"
 import type { IntentRequest } from "../domain/intent-request.ts"
 import { PiSession } from "../session/pi-session.ts"
+import { ABORT_LOCK_BUDGET_MS, withLockBudget } from "../store/database.ts"
 import { TurnIntentStore } from "../store/turn-intent-store.ts"
 import { AbortBookkeeping } from "./abort-bookkeeping.ts"
 import { describeCause } from "./describe-failure.ts"
@@ -26,6 +29,13 @@ export interface AbortOutcome {
   readonly error: string | null
 }
 
+/** The persist step did not answer within its bound. */
+export class PersistTimeout extends Data.TaggedError("PersistTimeout")<{ readonly ms: number }> {
+  override get message() {
+    return `store did not answer within ${this.ms} ms`
+  }
+}
+
 export const abortActiveTurn = (
   request: IntentRequest,
   options: { readonly persistTimeoutMs: number }
@@ -34,35 +44,48 @@ export const abortActiveTurn = (
     const store = yield* TurnIntentStore
     const session = yield* PiSession
     const bookkeeping = yield* AbortBookkeeping
-    const identified = yield* Effect.exit(identify(request))
-    let outcome: AbortOutcome
-    if (Exit.isFailure(identified)) {
-      outcome = { intentId: null, persisted: false, error: describeCause(identified.cause) }
-    } else {
+    const outcome = yield* Ref.make<AbortOutcome>({
+      intentId: null,
+      persisted: false,
+      error: "the intent was not persisted"
+    })
+    const persist = Effect.gen(function* () {
+      const identified = yield* Effect.exit(identify(request))
+      if (Exit.isFailure(identified)) {
+        return yield* Ref.set(outcome, {
+          intentId: null,
+          persisted: false,
+          error: describeCause(identified.cause)
+        })
+      }
+      const intentId = identified.value.intentId
+      yield* Ref.set(outcome, { intentId, persisted: false, error: "the intent was not persisted" })
       const persisted = yield* store.ensure(identified.value.ensure).pipe(
+        // A lock held by another process fails the write well inside the bound (never blocks).
+        withLockBudget(ABORT_LOCK_BUDGET_MS),
         Effect.timeoutFail({
           duration: Duration.millis(options.persistTimeoutMs),
-          onTimeout: () => new Error(`store did not answer within ${options.persistTimeoutMs} ms`)
+          onTimeout: () => new PersistTimeout({ ms: options.persistTimeoutMs })
         }),
         Effect.exit
       )
-      outcome = {
-        intentId: identified.value.intentId,
+      yield* Ref.set(outcome, {
+        intentId,
         persisted: Exit.isSuccess(persisted),
         error: Exit.isFailure(persisted) ? describeCause(persisted.cause) : null
-      }
-    }
-    // Without an ID there is nothing to resolve, but the turn is still a system abort in flight.
-    yield* bookkeeping.record(outcome.intentId ?? `unidentified:${request.run.runId}`)
-    yield* session.abort
-    return outcome
-  }).pipe(
-    // A defect in the steps above must not leave the turn running: abort anyway.
-    Effect.catchAllCause((cause) =>
-      Effect.gen(function* () {
-        const session = yield* PiSession
-        yield* session.abort
-        return { intentId: null, persisted: false, error: Cause.pretty(cause).slice(0, 300) }
       })
-    )
-  )
+    })
+    // The abort is the finalizer of the persist step: no failure, defect or interruption of
+    // persisting can skip it. Persisting itself stays interruptible, so its bound always holds.
+    const abort = Effect.gen(function* () {
+      const known = yield* Ref.get(outcome)
+      // Without an ID there is nothing to resolve, but the turn is still a system abort in flight.
+      yield* bookkeeping.record(known.intentId ?? `unidentified:${request.run.runId}`)
+      yield* session.abort
+    })
+    const persistExit = yield* Effect.exit(Effect.ensuring(Effect.interruptible(persist), abort))
+    const result = yield* Ref.get(outcome)
+    return Exit.isSuccess(persistExit) || result.error !== null
+      ? result
+      : { ...result, persisted: false, error: describeCause(persistExit.cause) }
+  }).pipe(Effect.uninterruptible)

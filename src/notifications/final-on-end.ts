@@ -6,10 +6,9 @@
  * the commit the owner session is shown what is pending.
  */
 import { createHash } from "node:crypto"
-import { SqlError } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import { StoreFailure } from "../domain/errors.ts"
-import { Database, storeFailure } from "../store/database.ts"
+import { Database, immediateAs } from "../store/database.ts"
 import { NotificationStore } from "../store/notification-store.ts"
 import { isTerminal, type RunRecord, RunStore } from "../store/run-store.ts"
 import { Notifications } from "./notifications.ts"
@@ -55,19 +54,15 @@ export const layer: Layer.Layer<
     const ending = <A, E>(runId: string, end: Effect.Effect<A, E>, endedRun: (a: A) => RunRecord | null) =>
       Effect.gen(function* () {
         yield* notifications.flush(runId)
-        const result = yield* db
-          .immediate(
-            Effect.tap(end, (a) => {
-              const run = endedRun(a)
-              return run === null ? Effect.void : writeFinal(run)
-            })
-          )
-          .pipe(
-            Effect.catchIf(
-              (error): error is SqlError.SqlError => error instanceof SqlError.SqlError,
-              (error) => Effect.fail(storeFailure("finalNotification")(error))
-            )
-          )
+        const result = yield* immediateAs(
+          db,
+          "finalNotification"
+        )(
+          Effect.tap(end, (a) => {
+            const run = endedRun(a)
+            return run === null ? Effect.void : writeFinal(run)
+          })
+        )
         if (endedRun(result) !== null) {
           yield* notifier.deliverPending.pipe(
             Effect.catchAllCause((cause) => Effect.logWarning("final notification not shown yet", cause))

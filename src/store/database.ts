@@ -19,14 +19,17 @@ import * as SqlError from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import type { Connection } from "@effect/sql/SqlConnection"
 import Sqlite from "better-sqlite3"
-import { Context, Effect, Layer, Scope, Stream } from "effect"
+import { Clock, Context, Duration, Effect, FiberRef, Layer, Option, Schedule, Scope, Stream } from "effect"
 import { IncompatibleStore, LegacyLaunchNotifications, StoreFailure } from "../domain/errors.ts"
 import { CONTROLLER_SCHEMA, controllerSchemaStatements } from "./schema.ts"
 
 export interface DatabaseOptions {
   /** Absolute path of the SQLite file (created when missing). */
   readonly filename: string
-  /** How long a writer waits for another process's lock before failing with SQLITE_BUSY. */
+  /**
+   * How long a statement waits for another process's lock before failing with SQLITE_BUSY. The
+   * wait is asynchronous (polled), so it never blocks the event loop.
+   */
   readonly busyTimeoutMs?: number
   /**
    * `NORMAL` (default) is durable across process crashes in WAL mode and skips one fsync per
@@ -61,6 +64,14 @@ export interface DatabaseService {
    * Optional so that a wrapper or test double may leave it out; callers then use the SqlClient.
    */
   readonly prepare?: (text: string) => PreparedStatement
+  /**
+   * Run `effect` with its statements waiting at most `busyTimeoutMs` for another connection's
+   * lock (then SQLITE_BUSY, typed) instead of the database's `busyTimeoutMs`. Optional like
+   * `prepare`; absent means no change.
+   */
+  readonly urgent?: (
+    busyTimeoutMs: number
+  ) => <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
 
 export class Database extends Context.Tag("pi-workflow-turns/Database")<Database, DatabaseService>() {
@@ -75,16 +86,88 @@ export const storeFailure =
   (error: { readonly cause?: unknown; readonly message: string }): StoreFailure =>
     new StoreFailure({ operation, message: String(error.cause ?? error.message), cause: error })
 
+/** `immediate`, with an SQL failure (BEGIN, COMMIT, a statement) as this operation's `StoreFailure`. */
+export const immediateAs =
+  (database: DatabaseService, operation: string) =>
+  <A, E, R>(
+    effect: Effect.Effect<A, E, R>
+  ): Effect.Effect<A, Exclude<E, SqlError.SqlError> | StoreFailure, R> =>
+    database.immediate(effect).pipe(
+      Effect.catchIf(
+        (error): error is SqlError.SqlError => error instanceof SqlError.SqlError,
+        (error) => Effect.fail(storeFailure(operation)(error))
+      )
+    )
+
 const isRow = (row: unknown): row is object => typeof row === "object" && row !== null
 
 const executeFailed = (cause: unknown) =>
   new SqlError.SqlError({ cause, message: "Failed to execute statement" })
 
+/**
+ * How long (ms) a statement of the current fiber may wait for another connection's lock; null:
+ * the database's `busyTimeoutMs`. `urgent` lowers it for the writes an abort must not wait on.
+ */
+const busyBudget = FiberRef.unsafeMake<number | null>(null)
+
+/**
+ * Run `effect` with its statements waiting at most `ms` for another connection's lock (a
+ * fiber-local budget, so it reaches the stores' statements without passing anything).
+ */
+export const withLockBudget =
+  (ms: number) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.locally(effect, busyBudget, Math.max(0, Math.trunc(ms)))
+
+/** The lock budget of the writes an abort makes (its provenance, its intent): well inside 250 ms. */
+export const ABORT_LOCK_BUDGET_MS = 150
+
+const LOCK_CODES = new Set(["SQLITE_BUSY", "SQLITE_BUSY_SNAPSHOT", "SQLITE_BUSY_RECOVERY", "SQLITE_LOCKED"])
+
+const isBusyError = (error: SqlError.SqlError): boolean => {
+  const cause: unknown = error.cause
+  return (
+    typeof cause === "object" &&
+    cause !== null &&
+    "code" in cause &&
+    typeof cause.code === "string" &&
+    LOCK_CODES.has(cause.code)
+  )
+}
+
+/** Lock waits are a fact about other processes: measured on the wall clock, even under TestClock. */
+const wallClock = Clock.make()
+const LOCK_POLL = Duration.millis(5)
+
+/**
+ * Retry a statement that found another connection's lock, asynchronously, until the fiber's
+ * busy budget is spent; then the SQLITE_BUSY stays the (typed) result. Only outside a
+ * transaction: a statement inside one is never retried alone (BEGIN IMMEDIATE, which opens it,
+ * is outside and is retried).
+ */
+const retryBusy =
+  (db: Sqlite.Database, defaultBudgetMs: number) =>
+  <A>(effect: Effect.Effect<A, SqlError.SqlError>): Effect.Effect<A, SqlError.SqlError> =>
+    Effect.flatMap(FiberRef.get(busyBudget), (budget) => {
+      const ms = budget ?? defaultBudgetMs
+      if (ms <= 0) return effect
+      return effect.pipe(
+        Effect.retry({
+          while: (error) => isBusyError(error) && !db.inTransaction,
+          schedule: Schedule.spaced(LOCK_POLL).pipe(Schedule.upTo(Duration.millis(ms)))
+        }),
+        Effect.withClock(wallClock)
+      )
+    })
+
 /** Statements the SqlClient runs, by text; bounded like @effect/sql-sqlite-node's cache. */
 const PREPARE_CACHE_SIZE = 200
 
 /** The @effect/sql connection over the handle (what @effect/sql-sqlite-node builds, minus its extras). */
-const makeConnection = (db: Sqlite.Database): Connection => {
+const makeConnection = (
+  db: Sqlite.Database,
+  waitForLock: <A>(effect: Effect.Effect<A, SqlError.SqlError>) => Effect.Effect<A, SqlError.SqlError>
+): Connection => {
   const cache = new Map<string, Sqlite.Statement>()
   const prepared = (text: string): Sqlite.Statement => {
     const cached = cache.get(text)
@@ -107,15 +190,17 @@ const makeConnection = (db: Sqlite.Database): Connection => {
     statement: () => Sqlite.Statement,
     use: (statement: Sqlite.Statement) => A
   ): Effect.Effect<A, SqlError.SqlError> =>
-    Effect.withFiberRuntime((fiber) => {
-      try {
-        const s = statement()
-        s.safeIntegers(Context.get(fiber.currentContext, SqlClient.SafeIntegers))
-        return Effect.succeed(use(s))
-      } catch (cause) {
-        return Effect.fail(executeFailed(cause))
-      }
-    })
+    waitForLock(
+      Effect.withFiberRuntime((fiber) => {
+        try {
+          const s = statement()
+          s.safeIntegers(Context.get(fiber.currentContext, SqlClient.SafeIntegers))
+          return Effect.succeed(use(s))
+        } catch (cause) {
+          return Effect.fail(executeFailed(cause))
+        }
+      })
+    )
   type Transform = (<A extends object>(rows: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined
   const rows =
     (params: ReadonlyArray<unknown>, transformRows: Transform) =>
@@ -148,8 +233,18 @@ const makeConnection = (db: Sqlite.Database): Connection => {
       ),
     // A fresh statement: switching a cached one to raw mode would leak into its other users.
     executeValues: (text, params) => step(() => db.prepare(text), values(params)),
-    executeUnprepared: (text, params, transformRows) =>
-      step(() => db.prepare(text), rows(params, transformRows)),
+    executeUnprepared: (text, params, transformRows) => {
+      // After a BEGIN IMMEDIATE that failed there is nothing to roll back: not a second error.
+      if (text === "ROLLBACK" && !db.inTransaction) return Effect.succeed([])
+      const run = step(() => db.prepare(text), rows(params, transformRows))
+      if (text !== "COMMIT") return run
+      // A failed COMMIT would leave the transaction open on the only connection: roll it back.
+      return Effect.tapError(run, () =>
+        Effect.sync(() => {
+          if (db.inTransaction) db.exec("ROLLBACK")
+        })
+      )
+    },
     executeStream: () => Stream.dieMessage("executeStream is not supported on the controller database")
   }
 }
@@ -232,7 +327,9 @@ const openHandle = (filename: string, readonly: boolean) =>
 const open = (options: DatabaseOptions) =>
   Effect.gen(function* () {
     const db = yield* openHandle(options.filename, options.readonly === true)
-    const connection = makeConnection(db)
+    const normalBusyMs = Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5_000))
+    const waitForLock = retryBusy(db, normalBusyMs)
+    const connection = makeConnection(db, waitForLock)
     // One connection: plain queries hold it for one statement, transactions for their whole body.
     const semaphore = yield* Effect.makeSemaphore(1)
     const sql = yield* SqlClient.make({
@@ -247,25 +344,26 @@ const open = (options: DatabaseOptions) =>
         )
       ),
       compiler: Statement.makeCompilerSqlite(),
-      spanAttributes: [["db.system.name", "sqlite"]]
+      spanAttributes: [["db.system.name", "sqlite"]],
+      // Every transaction takes the write lock up front (see `immediate`).
+      beginTransaction: "BEGIN IMMEDIATE"
     })
-    const immediate: DatabaseService["immediate"] = SqlClient.makeWithTransaction({
-      transactionTag: SqlClient.TransactionConnection,
-      spanAttributes: [],
-      acquireConnection: Effect.flatMap(Scope.make(), (scope) =>
-        Effect.map(Scope.extend(sql.reserve, scope), (conn) => [scope, conn] as const)
-      ),
-      begin: (conn) => conn.executeUnprepared("BEGIN IMMEDIATE", [], undefined),
-      savepoint: (conn, id) => conn.executeUnprepared(`SAVEPOINT effect_sql_${id}`, [], undefined),
-      commit: (conn) => conn.executeUnprepared("COMMIT", [], undefined),
-      rollback: (conn) => conn.executeUnprepared("ROLLBACK", [], undefined),
-      rollbackSavepoint: (conn, id) =>
-        conn.executeUnprepared(`ROLLBACK TO SAVEPOINT effect_sql_${id}`, [], undefined)
-    })
+    // @effect/sql dies when COMMIT or ROLLBACK fails; the connection above already restored a
+    // clean state, so the SqlError is returned as the typed failure it is.
+    const immediate: DatabaseService["immediate"] = (effect) =>
+      sql
+        .withTransaction(effect)
+        .pipe(
+          Effect.catchSomeDefect((defect) =>
+            defect instanceof SqlError.SqlError ? Option.some(Effect.fail(defect)) : Option.none()
+          )
+        )
+
+    const urgent: NonNullable<DatabaseService["urgent"]> = withLockBudget
 
     const prepare = (text: string): PreparedStatement => {
       let statement: Sqlite.Statement | undefined
-      const direct = (
+      const once = (
         params: ReadonlyArray<unknown>
       ): Effect.Effect<ReadonlyArray<unknown>, SqlError.SqlError> => {
         try {
@@ -274,6 +372,11 @@ const open = (options: DatabaseOptions) =>
         } catch (cause) {
           return Effect.fail(executeFailed(cause))
         }
+      }
+      const direct = (params: ReadonlyArray<unknown>) => {
+        const first = once(params)
+        // The common case answers synchronously; only a lock wait goes through the retry.
+        return Effect.catchIf(first, isBusyError, () => waitForLock(Effect.suspend(() => once(params))))
       }
       return {
         // Decided when the effect runs: an open transaction is another fiber's (the SqlClient
@@ -290,9 +393,9 @@ const open = (options: DatabaseOptions) =>
           ON CONFLICT (key) DO NOTHING`
       })
     )
-    const busyTimeout = sql.unsafe(
-      `PRAGMA busy_timeout = ${Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5_000))}`
-    )
+    // SQLite's own busy handler would wait synchronously, blocking the event loop: fail at once
+    // and let `retryBusy` wait asynchronously (up to `busyTimeoutMs`) instead.
+    const busyTimeout = sql.unsafe("PRAGMA busy_timeout = 0")
     const pragmas = Effect.all([
       busyTimeout,
       sql.unsafe(`PRAGMA synchronous = ${options.synchronous ?? "NORMAL"}`),
@@ -303,7 +406,10 @@ const open = (options: DatabaseOptions) =>
         ? Effect.zipRight(busyTimeout, schemaCheck(sql, options.filename))
         : Effect.zipRight(pragmas, migrate)
     yield* setup.pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storeFailure("open")(e))))
-    return { sql, database: { filename: options.filename, immediate, prepare } satisfies DatabaseService }
+    return {
+      sql,
+      database: { filename: options.filename, immediate, prepare, urgent } satisfies DatabaseService
+    }
   })
 
 /** SqlClient + Database on one file and one connection, schema ready. */

@@ -6,6 +6,8 @@ import { Option, ParseResult, Schema } from "effect"
 import { Cause } from "../domain/turn-intent.ts"
 import {
   RunError,
+  type RunEvent,
+  RunEventKind,
   type RunRecord,
   type RequestRecord,
   RunState,
@@ -181,3 +183,19 @@ export const decodeFlags = Schema.decodeUnknown(
     })
   )
 )
+
+export const RunEventRow = Schema.Struct({
+  run_id: Schema.String,
+  seq: Schema.Number,
+  kind: RunEventKind,
+  message: Schema.String,
+  created_at: Schema.String
+})
+export const decodeRunEvents = Schema.decodeUnknown(Schema.Array(RunEventRow))
+export const toRunEvent = (row: typeof RunEventRow.Type): RunEvent => ({
+  runId: row.run_id,
+  seq: row.seq,
+  kind: row.kind,
+  message: row.message,
+  at: row.created_at
+})

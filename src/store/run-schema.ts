@@ -100,6 +100,19 @@ const requests = `CREATE TABLE IF NOT EXISTS workflow_requests (
 const oneOpenRequestPerRun = `CREATE UNIQUE INDEX IF NOT EXISTS workflow_requests_one_open_per_run
   ON workflow_requests (run_id) WHERE state = 'open'`
 
+/**
+ * Durable facts about a run that are not part of its state: the successor-turn guarantee was
+ * lost for an interruption, a result presentation reached the session. Append-only.
+ */
+const events = `CREATE TABLE IF NOT EXISTS workflow_run_events (
+  run_id TEXT NOT NULL REFERENCES workflow_runs (run_id),
+  seq INTEGER NOT NULL CHECK (seq >= 1),
+  kind TEXT NOT NULL CHECK (kind IN ('guaranteeLost', 'presented')),
+  message TEXT NOT NULL CHECK (length(message) <= 4096),
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (run_id, seq)
+) STRICT`
+
 /** DDL for runs, step records, agent requests and the run queue. */
 export const runSchemaStatements: ReadonlyArray<string> = [
   runs,
@@ -108,5 +121,6 @@ export const runSchemaStatements: ReadonlyArray<string> = [
   terminalImmutable,
   steps,
   requests,
-  oneOpenRequestPerRun
+  oneOpenRequestPerRun,
+  events
 ]

@@ -15,8 +15,10 @@ import {
   decodeRequests,
   decodeRuns,
   decodeSteps,
+  decodeRunEvents,
   decodeToken,
   toRequest,
+  toRunEvent,
   toRun,
   toStep
 } from "./run-rows.ts"
@@ -150,7 +152,8 @@ export const make = Effect.gen(function* () {
                 WHERE run_id = ${run.runId}`
             } else {
               if (run.state === "queued") return yield* refuse("queued")
-              if (live) return yield* refuse("held")
+              const takeover = input.takeoverFrom !== undefined && run.claimToken === input.takeoverFrom
+              if (live && !takeover) return yield* refuse("held")
               yield* sql`UPDATE workflow_runs SET state = 'running', claim_token = ${input.token},
                   claim_expires_at = ${expires}, claims = claims + 1, pause_requested = 0,
                   parked_reason = NULL, updated_at = ${iso(now)}
@@ -211,17 +214,59 @@ export const make = Effect.gen(function* () {
       })
     )
 
+  // The abort-time writes are single conditional statements, not transactions: a transaction
+  // holds the only connection while it waits for another process's lock, and the abort's
+  // intent persist must not queue behind it.
   const recordInterruption: RunStoreService["recordInterruption"] = (fence, p) =>
-    fenced(
-      "recordInterruption",
-      fence,
-      Effect.gen(function* () {
-        const now = iso(yield* Clock.currentTimeMillis)
-        yield* sql`UPDATE workflow_runs SET abort_cause = ${p.cause}, abort_node_id = ${p.nodeId},
-            abort_attempt_id = ${p.attemptId}, abort_interruption = ${p.interruption}, abort_pending = 1,
-            interruptions = max(interruptions, ${p.interruption + 1}), updated_at = ${now}
-          WHERE run_id = ${fence.runId}`
-      })
+    Effect.gen(function* () {
+      const now = iso(yield* Clock.currentTimeMillis)
+      const rows = yield* sql`UPDATE workflow_runs SET abort_cause = ${p.cause}, abort_node_id = ${p.nodeId},
+          abort_attempt_id = ${p.attemptId}, abort_interruption = ${p.interruption}, abort_pending = 1,
+          interruptions = max(interruptions, ${p.interruption + 1}), updated_at = ${now}
+        WHERE run_id = ${fence.runId} AND claim_token = ${fence.token}
+        RETURNING run_id`
+      if (rows.length === 0)
+        return yield* new ClaimLost({ runId: fence.runId, operation: "recordInterruption" })
+    }).pipe(storeErrors("recordInterruption"))
+
+  const recordHandoff: RunStoreService["recordHandoff"] = (runId, p) =>
+    Effect.gen(function* () {
+      const now = iso(yield* Clock.currentTimeMillis)
+      const rows = yield* sql`UPDATE workflow_runs SET abort_cause = ${p.cause}, abort_node_id = ${p.nodeId},
+          abort_attempt_id = ${p.attemptId}, abort_interruption = ${p.interruption}, abort_pending = 1,
+          interruptions = max(interruptions, ${p.interruption + 1}), updated_at = ${now}
+        WHERE run_id = ${runId} AND abort_pending = 0
+          AND state NOT IN ('completed', 'failed', 'timed_out', 'cancelled')
+        RETURNING run_id`
+      const run = yield* requireRun(runId)
+      if (rows.length > 0) return { _tag: "Recorded", run } as const
+      return isTerminal(run.state) ? ({ _tag: "Ended", run } as const) : ({ _tag: "Kept", run } as const)
+    }).pipe(storeErrors("recordHandoff"))
+
+  const recordEvent: RunStoreService["recordEvent"] = (runId, event) =>
+    db
+      .immediate(
+        Effect.gen(function* () {
+          yield* requireRun(runId)
+          const now = iso(yield* Clock.currentTimeMillis)
+          const rows = yield* sql`INSERT INTO workflow_run_events (run_id, seq, kind, message, created_at)
+              VALUES (${runId},
+                (SELECT coalesce(max(seq), 0) + 1 FROM workflow_run_events WHERE run_id = ${runId}),
+                ${event.kind}, ${event.message.slice(0, 4_096)}, ${now})
+              RETURNING *`.pipe(Effect.flatMap(decodeRunEvents))
+          const row = rows[0]
+          if (row === undefined)
+            return yield* new StoreFailure({ operation: "recordEvent", message: "no row" })
+          return toRunEvent(row)
+        })
+      )
+      .pipe(storeErrors("recordEvent"))
+
+  const events: RunStoreService["events"] = (runId) =>
+    sql`SELECT * FROM workflow_run_events WHERE run_id = ${runId} ORDER BY seq`.pipe(
+      Effect.flatMap(decodeRunEvents),
+      Effect.map((rows) => rows.map(toRunEvent)),
+      storeErrors("events")
     )
 
   const clearInterruption: RunStoreService["clearInterruption"] = (fence) =>
@@ -405,12 +450,15 @@ export const make = Effect.gen(function* () {
     startStep,
     openRequest,
     recordInterruption,
+    recordHandoff,
     clearInterruption,
     submit,
     settle,
     requestPause,
     withdrawPause,
     cancel,
+    recordEvent,
+    events,
     get,
     listBySession,
     list,

@@ -93,6 +93,27 @@ export interface RunRecord {
   readonly endedAt: string | null
 }
 
+/** Durable facts about a run beside its state (see `workflow_run_events`). */
+export const RunEventKind = Schema.Literal("guaranteeLost", "presented")
+export type RunEventKind = typeof RunEventKind.Type
+
+export interface RunEvent {
+  readonly runId: string
+  readonly seq: number
+  readonly kind: RunEventKind
+  readonly message: string
+  readonly at: string
+}
+
+/** What an old runner's claim-loss interruption found when it wrote its provenance. */
+export type HandoffResult =
+  /** The run continues under another owner: its terminal outcome reuses this provenance. */
+  | { readonly _tag: "Recorded"; readonly run: RunRecord }
+  /** The run had already ended: no owner will reuse the provenance (a no-successor handoff). */
+  | { readonly _tag: "Ended"; readonly run: RunRecord }
+  /** The new owner has an interruption of its own outstanding; that one is kept. */
+  | { readonly _tag: "Kept"; readonly run: RunRecord }
+
 export interface StepRecord {
   readonly runId: string
   readonly seq: number
@@ -213,6 +234,11 @@ export interface RunStoreService {
     readonly token: string
     readonly leaseMs: number
     readonly mode: "activate" | "resume"
+    /**
+     * Resume even though this token's lease has not expired: the caller proved its owner dead.
+     * Compare-and-set: refused when the run's claim is any other token by now.
+     */
+    readonly takeoverFrom?: string
   }) => Effect.Effect<RunRecord, RunNotFound | ClaimRefused | StoreFailure>
   readonly renew: (fence: Fence, leaseMs: number) => Fenced<ControlFlags>
 
@@ -227,6 +253,14 @@ export interface RunStoreService {
   ) => Fenced<RequestRecord>
   /** Record abort provenance and advance the interruption ordinal past it. */
   readonly recordInterruption: (fence: Fence, provenance: Provenance) => Fenced<void>
+  /**
+   * Claim loss: the old runner records the provenance of the turn it aborts, without a claim.
+   * Never overwrites an ended run or an outstanding interruption of the new owner.
+   */
+  readonly recordHandoff: (
+    runId: string,
+    provenance: Provenance
+  ) => Effect.Effect<HandoffResult, RunNotFound | StoreFailure>
   /** A natural successor was sent after the recorded abort. */
   readonly clearInterruption: (fence: Fence) => Fenced<void>
   /** The request is answered and its step ends `ok` with the output, in one transaction. */
@@ -254,6 +288,13 @@ export interface RunStoreService {
     runId: string,
     by: "agent" | "user"
   ) => Effect.Effect<CancelResult, RunNotFound | StoreFailure>
+
+  /** Append a durable run event (no claim needed; the run must exist). */
+  readonly recordEvent: (
+    runId: string,
+    event: { readonly kind: RunEventKind; readonly message: string }
+  ) => Effect.Effect<RunEvent, RunNotFound | StoreFailure>
+  readonly events: (runId: string) => Effect.Effect<ReadonlyArray<RunEvent>, StoreFailure>
 
   // Reads
   readonly get: (runId: string) => Effect.Effect<Option.Option<RunRecord>, StoreFailure>

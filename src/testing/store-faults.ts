@@ -1,26 +1,32 @@
 /**
- * Fault injection for the turn-intent store, for tests of code that must survive a failing
- * controller database (ours and downstream). Two levels:
+ * Fault injection for both stores of the controller database, for tests of code that must
+ * survive a failing database (ours and downstream). Two levels:
  *
- * - `StoreFaults`: wraps any `TurnIntentStore`; scripted per operation, each call can fail with
- *   `SQLITE_BUSY` or `SQLITE_READONLY` (as `StoreFailure`), throw (a defect), or hang (forever,
- *   or for a while and then answer). Faults fire a given number of times or until cleared.
+ * - `StoreFaults` wraps any `TurnIntentStore`, `RunStoreFaults` any `RunStore`; scripted per
+ *   operation, each call can fail with `SQLITE_BUSY` or `SQLITE_READONLY` (as `StoreFailure`),
+ *   throw (a defect), or hang (forever, or for a while and then answer). Faults fire a given
+ *   number of times or until cleared. `layerSqliteBoth` wraps both stores on one file.
  * - Database level, on a real SQLite file: `holdWriteLock` keeps another connection's write
- *   lock (real `SQLITE_BUSY` after the busy timeout) and `readOnlyConnection` switches a
- *   connection to read-only (real `SQLITE_READONLY`), both until their scope closes.
+ *   lock, `holdWriteLockInProcess` another process's (real `SQLITE_BUSY` after the busy
+ *   budget), and `readOnlyConnection` switches a connection to read-only (real
+ *   `SQLITE_READONLY`), all until their scope closes.
  *
  * Nothing here is used at runtime.
  */
+import { type ChildProcess, spawn } from "node:child_process"
 import * as SqlClient from "@effect/sql/SqlClient"
 import Sqlite from "better-sqlite3"
 import { Context, Duration, Effect, Layer, Ref, type Scope } from "effect"
 import { StoreFailure } from "../domain/errors.ts"
 import type { DatabaseOptions, OpenError } from "../store/database.ts"
-import type { Database } from "../store/database.ts"
+import { Database } from "../store/database.ts"
+import { RunStore, type RunStoreService } from "../store/run-store.ts"
+import * as RunStoreSqlite from "../store/run-store-sqlite.ts"
 import { TurnIntentStore, type TurnIntentStoreService } from "../store/turn-intent-store.ts"
 import * as TurnIntentStoreSqlite from "../store/turn-intent-store-sqlite.ts"
 
 export type StoreOperation = keyof TurnIntentStoreService
+export type RunStoreOperation = keyof RunStoreService
 
 export type Fault =
   /** Fails with `StoreFailure` carrying SQLite's `SQLITE_BUSY` message; nothing is written. */
@@ -41,36 +47,45 @@ interface Rule {
   readonly remaining: number | null
 }
 
-export interface StoreFaultsControl {
+export interface FaultsControl<Op extends string> {
   /**
    * Inject `fault` into `operation` (or every operation with `"*"`), for the next `times` calls
    * of it (default: until cleared). A later injection for the same operation replaces it.
    */
   readonly inject: (
-    operation: StoreOperation | "*",
+    operation: Op | "*",
     fault: Fault,
     options?: { readonly times?: number }
   ) => Effect.Effect<void>
   /** Remove the faults of one operation, or all. Calls already hanging stay hanging. */
-  readonly clear: (operation?: StoreOperation | "*") => Effect.Effect<void>
+  readonly clear: (operation?: Op | "*") => Effect.Effect<void>
   /** Calls per operation so far (faulted or not). */
-  readonly calls: Effect.Effect<Readonly<Partial<Record<StoreOperation, number>>>>
+  readonly calls: Effect.Effect<Readonly<Record<string, number>>>
   /** Faults fired so far, per fault tag. */
   readonly fired: Effect.Effect<Readonly<Partial<Record<Fault["_tag"], number>>>>
 }
+
+export type StoreFaultsControl = FaultsControl<StoreOperation>
+export type RunStoreFaultsControl = FaultsControl<RunStoreOperation>
 
 export class StoreFaults extends Context.Tag("pi-workflow-turns/StoreFaults")<
   StoreFaults,
   StoreFaultsControl
 >() {}
 
+/** The fault script of the wrapped `RunStore`. */
+export class RunStoreFaults extends Context.Tag("pi-workflow-turns/RunStoreFaults")<
+  RunStoreFaults,
+  RunStoreFaultsControl
+>() {}
+
 interface State {
-  readonly rules: Readonly<Partial<Record<StoreOperation | "*", Rule>>>
-  readonly calls: Readonly<Partial<Record<StoreOperation, number>>>
+  readonly rules: Readonly<Record<string, Rule>>
+  readonly calls: Readonly<Record<string, number>>
   readonly fired: Readonly<Partial<Record<Fault["_tag"], number>>>
 }
 
-const consume = (state: State, operation: StoreOperation): [Fault | null, State] => {
+const consume = (state: State, operation: string): [Fault | null, State] => {
   const calls = { ...state.calls, [operation]: (state.calls[operation] ?? 0) + 1 }
   const key = state.rules[operation] !== undefined ? operation : state.rules["*"] !== undefined ? "*" : null
   const rule = key === null ? undefined : state.rules[key]
@@ -83,13 +98,18 @@ const consume = (state: State, operation: StoreOperation): [Fault | null, State]
   return [rule.fault, { rules, calls, fired }]
 }
 
-/** Wrap `store`; the returned control scripts its faults. */
-export const make = (
-  store: TurnIntentStoreService
-): Effect.Effect<{ readonly store: TurnIntentStoreService; readonly control: StoreFaultsControl }> =>
+type Guard<Op extends string> = (
+  operation: Op
+) => <A, E>(call: Effect.Effect<A, E>) => Effect.Effect<A, E | StoreFailure>
+
+/** A fault script over operations `Op`: the guard to wrap calls with, and its control. */
+const makeScript = <Op extends string>(): Effect.Effect<{
+  readonly guard: Guard<Op>
+  readonly control: FaultsControl<Op>
+}> =>
   Effect.map(Ref.make<State>({ rules: {}, calls: {}, fired: {} }), (state) => {
-    const guard =
-      (operation: StoreOperation) =>
+    const guard: Guard<Op> =
+      (operation) =>
       <A, E>(call: Effect.Effect<A, E>): Effect.Effect<A, E | StoreFailure> =>
         Effect.flatMap(
           Ref.modify(state, (s) => consume(s, operation)),
@@ -111,18 +131,7 @@ export const make = (
             }
           }
         )
-    const wrapped: TurnIntentStoreService = {
-      ensure: (input) => guard("ensure")(store.ensure(input)),
-      get: (id) => guard("get")(store.get(id)),
-      claimForRun: (input) => guard("claimForRun")(store.claimForRun(input)),
-      claimEligibleForSession: (input) =>
-        guard("claimEligibleForSession")(store.claimEligibleForSession(input)),
-      makeEligible: (input) => guard("makeEligible")(store.makeEligible(input)),
-      resolve: (input) => guard("resolve")(store.resolve(input)),
-      release: (input) => guard("release")(store.release(input)),
-      list: (query) => guard("list")(store.list(query))
-    }
-    const control: StoreFaultsControl = {
+    const control: FaultsControl<Op> = {
       inject: (operation, fault, options) =>
         Ref.update(state, (s) => ({
           ...s,
@@ -143,6 +152,56 @@ export const make = (
         }),
       calls: Effect.map(Ref.get(state), (s) => s.calls),
       fired: Effect.map(Ref.get(state), (s) => s.fired)
+    }
+    return { guard, control }
+  })
+
+/** Wrap `store`; the returned control scripts its faults. */
+export const make = (
+  store: TurnIntentStoreService
+): Effect.Effect<{ readonly store: TurnIntentStoreService; readonly control: StoreFaultsControl }> =>
+  Effect.map(makeScript<StoreOperation>(), ({ guard, control }) => {
+    const wrapped: TurnIntentStoreService = {
+      ensure: (input) => guard("ensure")(store.ensure(input)),
+      get: (id) => guard("get")(store.get(id)),
+      claimForRun: (input) => guard("claimForRun")(store.claimForRun(input)),
+      claimEligibleForSession: (input) =>
+        guard("claimEligibleForSession")(store.claimEligibleForSession(input)),
+      makeEligible: (input) => guard("makeEligible")(store.makeEligible(input)),
+      resolve: (input) => guard("resolve")(store.resolve(input)),
+      release: (input) => guard("release")(store.release(input)),
+      list: (query) => guard("list")(store.list(query))
+    }
+    return { store: wrapped, control }
+  })
+
+/** Wrap a `RunStore`; the returned control scripts its faults. */
+export const makeRun = (
+  store: RunStoreService
+): Effect.Effect<{ readonly store: RunStoreService; readonly control: RunStoreFaultsControl }> =>
+  Effect.map(makeScript<RunStoreOperation>(), ({ guard, control }) => {
+    const wrapped: RunStoreService = {
+      reserve: (run) => guard("reserve")(store.reserve(run)),
+      nextQueued: (sessionId) => guard("nextQueued")(store.nextQueued(sessionId)),
+      claim: (input) => guard("claim")(store.claim(input)),
+      renew: (fence, leaseMs) => guard("renew")(store.renew(fence, leaseMs)),
+      startStep: (fence, input) => guard("startStep")(store.startStep(fence, input)),
+      openRequest: (fence, input) => guard("openRequest")(store.openRequest(fence, input)),
+      recordInterruption: (fence, p) => guard("recordInterruption")(store.recordInterruption(fence, p)),
+      recordHandoff: (runId, p) => guard("recordHandoff")(store.recordHandoff(runId, p)),
+      clearInterruption: (fence) => guard("clearInterruption")(store.clearInterruption(fence)),
+      submit: (fence, input) => guard("submit")(store.submit(fence, input)),
+      settle: (fence, settlement) => guard("settle")(store.settle(fence, settlement)),
+      requestPause: (runId) => guard("requestPause")(store.requestPause(runId)),
+      withdrawPause: (runId) => guard("withdrawPause")(store.withdrawPause(runId)),
+      cancel: (runId, by) => guard("cancel")(store.cancel(runId, by)),
+      recordEvent: (runId, event) => guard("recordEvent")(store.recordEvent(runId, event)),
+      events: (runId) => guard("events")(store.events(runId)),
+      get: (runId) => guard("get")(store.get(runId)),
+      listBySession: (sessionId, limit) => guard("listBySession")(store.listBySession(sessionId, limit)),
+      list: (query) => guard("list")(store.list(query)),
+      steps: (runId) => guard("steps")(store.steps(runId)),
+      request: (requestId) => guard("request")(store.request(requestId))
     }
     return { store: wrapped, control }
   })
@@ -166,6 +225,78 @@ export const layerSqlite = (
       return base.pipe(Context.add(TurnIntentStore, store), Context.add(StoreFaults, control))
     })
   )
+
+/** Replace the `RunStore` in context with a faulty wrapper of it, plus its control. */
+export const layerRun: Layer.Layer<RunStore | RunStoreFaults, never, RunStore> = Layer.effectContext(
+  Effect.gen(function* () {
+    const { store, control } = yield* makeRun(yield* RunStore)
+    return Context.make(RunStore, store).pipe(Context.add(RunStoreFaults, control))
+  })
+)
+
+/** Both SQLite stores on `options.filename`, each wrapped, with their Database and SqlClient. */
+export const layerSqliteBoth = (
+  options: DatabaseOptions
+): Layer.Layer<
+  TurnIntentStore | StoreFaults | RunStore | RunStoreFaults | Database | SqlClient.SqlClient,
+  OpenError
+> => Layer.merge(layer, layerRun).pipe(Layer.provideMerge(storesOn(options)))
+
+const storesOn = (options: DatabaseOptions) =>
+  Layer.merge(TurnIntentStoreSqlite.layer, RunStoreSqlite.layer).pipe(
+    Layer.provideMerge(Database.layer(options))
+  )
+
+/**
+ * Hold the database's write lock from a second process (a child Node process that opens the
+ * file and runs BEGIN IMMEDIATE) until the scope closes. Resolves once the lock is held.
+ */
+export const holdWriteLockInProcess = (filename: string): Effect.Effect<void, StoreFailure, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.async<ChildProcess, StoreFailure>((resume) => {
+      const script = [
+        'const Sqlite = require("better-sqlite3")',
+        "const db = new Sqlite(process.argv[1])",
+        'db.exec("BEGIN IMMEDIATE")',
+        'process.stdout.write("locked\\n")',
+        'process.stdin.on("data", () => {})',
+        'process.stdin.on("end", () => { db.exec("ROLLBACK"); db.close(); process.exit(0) })'
+      ].join(";")
+      const child = spawn(process.execPath, ["-e", script, filename], {
+        stdio: ["pipe", "pipe", "pipe"],
+        cwd: process.cwd()
+      })
+      let settled = false
+      let errors = ""
+      child.stderr.on("data", (chunk: Buffer) => {
+        errors += chunk.toString()
+      })
+      child.stdout.on("data", (chunk: Buffer) => {
+        if (!settled && chunk.toString().includes("locked")) {
+          settled = true
+          resume(Effect.succeed(child))
+        }
+      })
+      child.on("exit", (code) => {
+        if (settled) return
+        settled = true
+        resume(
+          Effect.fail(
+            new StoreFailure({
+              operation: "holdWriteLockInProcess",
+              message: `lock holder exited ${code}: ${errors}`
+            })
+          )
+        )
+      })
+    }),
+    (child) =>
+      Effect.async<void>((resume) => {
+        if (child.exitCode !== null) return resume(Effect.void)
+        child.on("exit", () => resume(Effect.void))
+        child.stdin?.end()
+      })
+  ).pipe(Effect.asVoid)
 
 /**
  * Hold the database's write lock from another connection until the scope closes: every write

@@ -37,7 +37,8 @@ export const buildApp = (workflows: ReadonlyArray<unknown> = [greet, crashFirst]
       layerApp({
         database: { filename },
         workflows,
-        core: { coordinator: { syncIntervalMs: null } }
+        core: { coordinator: { syncIntervalMs: null } },
+        maintenanceIntervalMs: null
       }).pipe(Layer.provideMerge(layerFake({ sessionId: "s1" })))
     )
   )

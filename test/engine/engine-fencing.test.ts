@@ -1,7 +1,8 @@
 /**
  * Claim transfer between two runners on one database file (two layers, two connections). The
  * old runner stalls past its lease, the new one takes over; the old one then detects the loss
- * (on a write, or on renewal), writes nothing, and reports claimLost without a terminal event.
+ * (on a write, or on renewal), writes nothing under the lost claim (only the unfenced handoff
+ * provenance of the turn it aborts), and reports claimLost without a terminal event.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, TestClock } from "effect"
@@ -65,11 +66,24 @@ describe("fencing after claim loss (two runners, one file)", () => {
           run: Option.getOrThrow(yield* b.store.get(runId)),
           steps: yield* b.store.steps(runId)
         }
-        // Only B's own lease renewals moved; A wrote nothing.
-        expect({ ...after, run: { ...after.run, claimExpiresAt: 0 } }).toEqual({
-          ...before,
-          run: { ...before.run, claimExpiresAt: 0 }
+        // A's only write is the handoff provenance of the turn it aborted (no claim needed), which
+        // B's terminal outcome will reuse; apart from that only B's own lease renewals moved.
+        expect(after.run.abort).toEqual({
+          cause: "claimLost",
+          nodeId: "ask",
+          attemptId: promptA.attemptId,
+          interruption: 0
         })
+        expect(after.run.abortPending).toBe(true)
+        const unchanged = (run: typeof after.run) => ({
+          ...run,
+          claimExpiresAt: 0,
+          abort: null,
+          abortPending: false,
+          interruptions: 0,
+          updatedAt: ""
+        })
+        expect({ ...after, run: unchanged(after.run) }).toEqual({ ...before, run: unchanged(before.run) })
         expect(after.steps.map((s) => [s.attemptId, s.outcome, s.interrupted])).toEqual([
           [promptA.attemptId, null, "superseded: the run was taken over"],
           [promptB.attemptId, null, null]

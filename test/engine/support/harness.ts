@@ -8,7 +8,7 @@ import type { SourceEvent } from "../../../src/domain/source-event.ts"
 import { Engine, type EngineConfig } from "../../../src/engine/engine.ts"
 import { layer as engineLayer } from "../../../src/engine/engine-live.ts"
 import { layerFromDefinitions, WorkflowRegistry, type WorkflowEntry } from "../../../src/engine/registry.ts"
-import { layerRecording } from "../../../src/interruption/source-events.ts"
+import { layerRecording, SourceEvents } from "../../../src/interruption/source-events.ts"
 import { RunStore } from "../../../src/store/run-store.ts"
 import { layerSqlite } from "../../../src/store/run-store-sqlite.ts"
 import { tempDbPath } from "../../support/temp-db.ts"
@@ -19,6 +19,8 @@ export interface HarnessOptions {
   readonly config?: EngineConfig
   /** Share a database file with another harness. */
   readonly filename?: string
+  /** The warning `publish` returns per event (the core's "guarantee lost"); none by default. */
+  readonly warning?: (event: SourceEvent) => string | null
 }
 
 export const SESSION = "session-1"
@@ -32,7 +34,14 @@ export const makeHarness = (options: HarnessOptions) =>
       layerSqlite({ filename }),
       layerFromDefinitions(options.definitions),
       coordinator.layer,
-      layerRecording(events)
+      options.warning === undefined
+        ? layerRecording(events)
+        : Layer.succeed(SourceEvents, {
+            publish: (event) =>
+              Ref.update(events, (all) => [...all, event]).pipe(
+                Effect.as({ intentId: null, warning: options.warning?.(event) ?? null })
+              )
+          })
     )
     const context = yield* Layer.build(engineLayer(options.config).pipe(Layer.provideMerge(ports)))
     const engine = Context.get(context, Engine)

@@ -1,0 +1,62 @@
+/**
+ * The durable debts of a session, paid at session start and on a periodic pass: ended runs owe
+ * their intents (`reconcileDebts`), runs of a dead owner are taken over, completed runs owe their
+ * presentation (`Engine.reconcile`). When an intent became eligible, a fallback pass follows.
+ */
+import { Duration, Effect, Layer, Option, Schema } from "effect"
+import { Coordinator } from "../delivery/coordinator.ts"
+import { Engine } from "../engine/engine.ts"
+import { PRESENTATION_TYPE } from "../engine/messages.ts"
+import { reconcileDebts } from "../interruption/reconcile.ts"
+import { PiSession } from "../session/pi-session.ts"
+import type { RunStore } from "../store/run-store.ts"
+import type { TurnIntentStore } from "../store/turn-intent-store.ts"
+
+/** Default spacing of the periodic pass. */
+export const DEFAULT_MAINTENANCE_INTERVAL_MS = 5_000
+
+const PresentationDetails = Schema.Struct({ runId: Schema.String })
+const decodeDetails = Schema.decodeUnknownOption(PresentationDetails)
+
+/** Runs whose presentation the current branch shows. */
+const presentedInBranch = Effect.map(
+  Effect.flatMap(PiSession, (session) => session.branch),
+  (branch) => {
+    const runs = new Set<string>()
+    for (const entry of branch) {
+      if (entry.customType !== PRESENTATION_TYPE) continue
+      const details = decodeDetails(entry.details)
+      if (Option.isSome(details)) runs.add(details.value.runId)
+    }
+    return runs
+  }
+)
+
+/** One reconciliation pass for the current session. */
+export const reconcileSession = Effect.gen(function* () {
+  const session = yield* PiSession
+  const sessionId = yield* session.sessionId
+  const debts = yield* reconcileDebts(sessionId)
+  const engine = yield* Engine
+  const engineReport = yield* engine.reconcile(sessionId, { inBranch: yield* presentedInBranch })
+  return { ...debts, ...engineReport }
+})
+
+/** The periodic pass (a scoped fiber); `null` turns it off. */
+export const layer = (
+  intervalMs: number | null = DEFAULT_MAINTENANCE_INTERVAL_MS
+): Layer.Layer<never, never, Engine | Coordinator | PiSession | RunStore | TurnIntentStore> =>
+  intervalMs === null
+    ? Layer.empty
+    : Layer.scopedDiscard(
+        Effect.gen(function* () {
+          const coordinator = yield* Coordinator
+          const pass = Effect.gen(function* () {
+            const report = yield* reconcileSession
+            if (report.created.length > 0 || report.madeEligible.length > 0) {
+              yield* coordinator.syncFallbacks("periodic")
+            }
+          }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("reconciliation pass failed", cause)))
+          yield* pass.pipe(Effect.delay(Duration.millis(intervalMs)), Effect.forever, Effect.forkScoped)
+        })
+      )

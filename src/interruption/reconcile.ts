@@ -1,0 +1,72 @@
+/**
+ * Reconciliation of run debts (see `run-debts.ts` for the policy): after a crash between two
+ * durable writes — the run's end and its intent, or an abort's intent and the run's end — the
+ * debt is still owed. Each pass, for the session's recent runs:
+ *
+ * - an ended run whose end owes an intent gets it, eligible (same deterministic ID the engine
+ *   would have used, so an intent that exists is reused, never doubled);
+ * - a pending ineligible intent whose run has ended becomes eligible.
+ *
+ * Idempotent; store failures are returned typed and the next pass retries.
+ */
+import { Effect, Option } from "effect"
+import type { InvalidInput, StoreFailure } from "../domain/errors.ts"
+import { RunStore } from "../store/run-store.ts"
+import { TurnIntentStore } from "../store/turn-intent-store.ts"
+import { identify } from "./intent-ids.ts"
+import { owedIntent, strandedIntents } from "./run-debts.ts"
+
+/** How many of the session's newest runs one pass looks at. */
+export const RECONCILE_RUNS = 100
+
+export interface ReconcileReport {
+  /** Intents created (eligible) for ended runs that had none. */
+  readonly created: ReadonlyArray<string>
+  /** Pending intents made eligible because their run has ended. */
+  readonly madeEligible: ReadonlyArray<string>
+}
+
+export const reconcileDebts = (
+  sessionId: string
+): Effect.Effect<ReconcileReport, StoreFailure | InvalidInput, RunStore | TurnIntentStore> =>
+  Effect.gen(function* () {
+    const runs = yield* RunStore
+    const intents = yield* TurnIntentStore
+    const records = yield* runs.listBySession(sessionId, RECONCILE_RUNS)
+    const created: Array<string> = []
+    const madeEligible: Array<string> = []
+    for (const record of records) {
+      const request = owedIntent(record)
+      if (request === null) continue
+      const identified = yield* Effect.either(identify(request))
+      if (identified._tag === "Left") continue
+      const { intentId, ensure } = identified.right
+      const existing = yield* intents.get(intentId)
+      if (Option.isSome(existing)) {
+        const intent = existing.value
+        if (intent.resolvedAt !== null || intent.eligibleAt !== null) continue
+        yield* intents
+          .makeEligible({ intentId, facts: request.facts })
+          .pipe(Effect.catchTags({ IntentNotFound: () => Effect.void, InvalidFacts: () => Effect.void }))
+        madeEligible.push(intentId)
+        continue
+      }
+      const stored = yield* intents.ensure(ensure).pipe(
+        Effect.catchTags({
+          IdentityCollision: () => Effect.succeed(null),
+          InvalidFacts: () => Effect.succeed(null)
+        })
+      )
+      if (stored !== null) created.push(intentId)
+    }
+    const byId = new Map(records.map((record) => [record.runId, record]))
+    const pending = yield* intents.list({ targetSessionId: sessionId, state: "pending", limit: 1_000 })
+    for (const intent of strandedIntents(pending, byId)) {
+      if (madeEligible.includes(intent.intentId)) continue
+      yield* intents
+        .makeEligible({ intentId: intent.intentId })
+        .pipe(Effect.catchTags({ IntentNotFound: () => Effect.void, InvalidFacts: () => Effect.void }))
+      madeEligible.push(intent.intentId)
+    }
+    return { created, madeEligible }
+  })

@@ -1,0 +1,71 @@
+/**
+ * Run debts: which durable run ends owe the model a successor turn, as pure policy over stored
+ * rows. The engine publishes exactly `terminalEvent(row)` when a run ends, and reconciliation
+ * (session start, periodic pass) recomputes the same event from the same row after a crash, so
+ * both address one deterministic intent and a debt is never paid twice.
+ *
+ * - A run that ended `cancelled`, `timed_out` or `failed` owes what the event policy says for
+ *   its `RunTerminal` event: the reused abort intent when an abort is outstanding on the row,
+ *   else (tool-started runs, not cancelled) a failure intent.
+ * - A pending, ineligible intent whose run has ended can no longer be resolved by a natural
+ *   prompt: it owes a fallback and becomes eligible.
+ * - A completed run owes its presentation until one reached the session (`presented` event).
+ */
+import { decide } from "../domain/event-policy.ts"
+import { type IntentRequest, intentRequest } from "../domain/intent-request.ts"
+import type { Provenance, RunRef, SourceEvent, TerminalState } from "../domain/source-event.ts"
+import type { TurnIntent } from "../domain/turn-intent.ts"
+import { isTerminal, type RunEvent, type RunRecord } from "../store/run-store.ts"
+
+export const runRefOfRecord = (record: RunRecord): RunRef => ({
+  runId: record.runId,
+  workflowRef: record.workflowRef,
+  workflowName: record.workflowName,
+  targetSessionId: record.targetSessionId,
+  origin: record.origin
+})
+
+const terminalStates: ReadonlySet<string> = new Set<TerminalState>(["cancelled", "timed_out", "failed"])
+
+/**
+ * The `RunTerminal` event of an ended run, from its row. `pending` is the publisher's own
+ * outstanding abort for when its provenance write never landed on the row.
+ */
+export const terminalEvent = (
+  record: RunRecord,
+  reason: string | null,
+  pending: Provenance | null = null
+): Extract<SourceEvent, { readonly _tag: "RunTerminal" }> | null => {
+  if (!terminalStates.has(record.state)) return null
+  return {
+    _tag: "RunTerminal",
+    run: runRefOfRecord(record),
+    state: record.state as TerminalState,
+    nodeId: record.currentNodeId,
+    attemptId: record.currentAttemptId,
+    reason: reason ?? record.error?.message ?? null,
+    provenance: record.abortPending && record.abort !== null ? record.abort : pending,
+    interruption: record.interruptions
+  }
+}
+
+/** The eligible intent an ended run owes, or null when its end owes none. */
+export const owedIntent = (record: RunRecord): IntentRequest | null => {
+  const event = terminalEvent(record, null)
+  return event === null ? null : intentRequest(event, decide(event))
+}
+
+/** Pending intents that no natural prompt can resolve any more: their run has ended. */
+export const strandedIntents = (
+  intents: ReadonlyArray<TurnIntent>,
+  runs: ReadonlyMap<string, RunRecord>
+): ReadonlyArray<TurnIntent> =>
+  intents.filter((intent) => {
+    if (intent.resolvedAt !== null || intent.eligibleAt !== null) return false
+    const run = runs.get(intent.runId)
+    return run !== undefined && isTerminal(run.state)
+  })
+
+/** A completed run whose presentation has not been recorded as reaching the session. */
+export const owesPresentation = (record: RunRecord, events: ReadonlyArray<RunEvent>): boolean =>
+  record.state === "completed" && !events.some((event) => event.kind === "presented")
