@@ -122,6 +122,7 @@ const runNode = (deps: RunnerDeps, run: ActiveRun, visit: VisitState) =>
         input: run.input,
         outputs: memory.outputs,
         results: memory.results,
+        history: memory.history,
         signal: controller.signal
       }
       const limit = yield* resolveTimeout(visit.node.timeout, context, deps.settings.defaultTimeoutMs).pipe(
