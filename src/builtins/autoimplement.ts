@@ -42,7 +42,7 @@ export const AutoimplementInput = Schema.Struct({
   task: Text(20_000),
   plan: Schema.optional(Text(50_000)),
   repo: Schema.optional(Text(4_096))
-})
+}).annotations({ parseOptions: { onExcessProperty: "error" } })
 
 const Outputs = {
   redesign: Schema.Struct({ plan: Text(50_000), scope: Schema.optional(Text(5_000)) }),

@@ -38,7 +38,7 @@ export const MonitorInput = Schema.Struct({
   cwd: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
   /** What the condition means, for the report. */
   description: Schema.optional(Schema.String.pipe(Schema.maxLength(500)))
-})
+}).annotations({ parseOptions: { onExcessProperty: "error" } })
 export type MonitorInput = typeof MonitorInput.Type
 
 export interface Observation {
