@@ -31,6 +31,8 @@ export interface ForgeModel {
   readonly step: (request: ChatRequest) => Reply
   /** How many prompts of each stage the model got. */
   readonly visits: Map<string, number>
+  /** How many turns ended without a submit (stalls). */
+  readonly stalls: () => number
 }
 
 export const makeForgeModel = (options: {
@@ -41,6 +43,7 @@ export const makeForgeModel = (options: {
   const visits = new Map<string, number>()
   let next: Next | null = null
   let started = false
+  let stalled = 0
 
   const finish = (requestId: string, output: unknown): Reply => {
     next = () => ({ text: "Submitted." })
@@ -168,5 +171,5 @@ export const makeForgeModel = (options: {
     }
     return { text: "ok" }
   }
-  return { step, visits }
+  return { step, visits, stalls: () => stalled }
 }

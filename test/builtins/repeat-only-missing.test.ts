@@ -65,16 +65,24 @@ describe("autoimplement repeats only missing work (real Pi, fake forge)", () => 
     await pi.prompt("Implement the task with autoimplement.")
     // publish pushes and opens the PR, stalls, times out; the fallback retries it; the run goes on
     // until delivery merged and reported, where the model stalls again.
-    await until(() => forge.ghLog().includes("comment"), "the final report to be posted", 90_000)
+    await until(() => model.stalls() === 2, "delivery to merge, report and stall", 120_000)
+    await pi.waitForQuiet({ after: 0, timeoutMs: 30_000 })
+    expect(forge.ghLog()).toEqual(["create", "review", "merge", "comment"])
     expect(model.visits.get("publish")).toBe(2)
     expect(model.visits.get("fallback")).toBe(1)
-    await pi.stop()
+    await pi.stop(30_000)
     pi = await pi.restart()
-    await until(
-      () => peekRows(db, "workflow_runs").some((row) => row.state === "completed"),
-      "the run to complete after the restart",
-      60_000
-    )
+    try {
+      await until(
+        () => peekRows(db, "workflow_runs").some((row) => row.state === "completed"),
+        "the run to complete after the restart",
+        90_000
+      )
+    } catch (error) {
+      throw new Error(
+        `${String(error)}\nruns: ${JSON.stringify(peekRows(db, "workflow_runs"))}\nstderr: ${pi.stderr().slice(-3000)}`
+      )
+    }
     await pi.waitForQuiet({ after: 0, timeoutMs: 30_000 })
 
     expect(model.visits.get("finalizeDelivery")).toBe(2)
