@@ -43,7 +43,7 @@ export const makeForgeModel = (options: {
   const visits = new Map<string, number>()
   let next: Next | null = null
   let started = false
-  let stalled = 0
+  const stalled = 0
 
   const finish = (requestId: string, output: unknown): Reply => {
     next = () => ({ text: "Submitted." })

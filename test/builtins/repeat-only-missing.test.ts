@@ -58,14 +58,23 @@ describe("autoimplement repeats only missing work (real Pi, fake forge)", () => 
       stall: { publish: [1], finalizeDelivery: [1] }
     })
     mock.enqueue(...Array.from({ length: 300 }, () => model.step))
-    const env = { ...forge.env, PI_WORKFLOWS_DB: db, PI_WORKFLOWS_DEFAULT_TIMEOUT_MS: "6000" }
+    const env = { ...forge.env, PI_WORKFLOWS_DB: db, PI_WORKFLOWS_DEFAULT_TIMEOUT_MS: "20000" }
     let pi: PiRpc = await startPi({ sandbox, extensionPath: extensionEntry(), env, timeoutMs: 60_000 })
     cleanups.push(() => pi.dispose())
 
     await pi.prompt("Implement the task with autoimplement.")
     // publish pushes and opens the PR, stalls, times out; the fallback retries it; the run goes on
     // until delivery merged and reported, where the model stalls again.
-    await until(() => model.stalls() === 2, "delivery to merge, report and stall", 120_000)
+    const diagnose = () =>
+      JSON.stringify({
+        visits: [...model.visits],
+        gh: forge.ghLog(),
+        steps: peekRows(db, "workflow_steps", { orderBy: "seq" }).map((r) => [r.node_id, r.outcome, r.error]),
+        runs: peekRows(db, "workflow_runs").map((r) => [r.state, r.error_json])
+      })
+    await until(() => model.stalls() === 2, "delivery to merge, report and stall", 150_000).catch((error) => {
+      throw new Error(`${String(error)}\n${diagnose()}`)
+    })
     await pi.waitForQuiet({ after: 0, timeoutMs: 30_000 })
     expect(forge.ghLog()).toEqual(["create", "review", "merge", "comment"])
     expect(model.visits.get("publish")).toBe(2)
@@ -79,9 +88,7 @@ describe("autoimplement repeats only missing work (real Pi, fake forge)", () => 
         90_000
       )
     } catch (error) {
-      throw new Error(
-        `${String(error)}\nruns: ${JSON.stringify(peekRows(db, "workflow_runs"))}\nstderr: ${pi.stderr().slice(-3000)}`
-      )
+      throw new Error(`${String(error)}\n${diagnose()}\nstderr: ${pi.stderr().slice(-3000)}`)
     }
     await pi.waitForQuiet({ after: 0, timeoutMs: 30_000 })
 

@@ -58,7 +58,7 @@ describe("autoimplement from the installed package (real Pi)", () => {
         sandbox,
         // The installed copy's entry, not this checkout's dist/.
         extensionPath: join(installed, "dist", "extension.js"),
-        env: { ...forge.env, PI_WORKFLOWS_DB: db, PI_WORKFLOWS_DEFAULT_TIMEOUT_MS: "6000" },
+        env: { ...forge.env, PI_WORKFLOWS_DB: db, PI_WORKFLOWS_DEFAULT_TIMEOUT_MS: "20000" },
         timeoutMs: 60_000
       })
       try {
