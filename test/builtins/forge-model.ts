@@ -43,7 +43,7 @@ export const makeForgeModel = (options: {
   const visits = new Map<string, number>()
   let next: Next | null = null
   let started = false
-  const stalled = 0
+  let stalled = 0
 
   const finish = (requestId: string, output: unknown): Reply => {
     next = () => ({ text: "Submitted." })
@@ -63,6 +63,7 @@ export const makeForgeModel = (options: {
         next = (result) => {
           if (stalls) {
             next = null
+            stalled++
             return { text: "Still working on it." }
           }
           return finish(requestId, output(`${inspected}\n${result}`))

@@ -10,7 +10,7 @@
  */
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
-import { extensionEntry } from "../e2e/extension/lab.ts"
+import { extensionEntry, messageText } from "../e2e/extension/lab.ts"
 import { type MockOpenAI, startMockOpenAI } from "../e2e/harness/mock-openai.ts"
 import { createPiSandbox, type PiRpc, type PiSandbox, startPi } from "../e2e/harness/pi-rpc.ts"
 import { peekRows } from "../e2e/harness/sqlite-peek.ts"
@@ -70,9 +70,16 @@ describe("autoimplement repeats only missing work (real Pi, fake forge)", () => 
         visits: [...model.visits],
         gh: forge.ghLog(),
         steps: peekRows(db, "workflow_steps", { orderBy: "seq" }).map((r) => [r.node_id, r.outcome, r.error]),
-        runs: peekRows(db, "workflow_runs").map((r) => [r.state, r.error_json])
+        runs: peekRows(db, "workflow_runs").map((r) => [r.state, r.error_json]),
+        requests: mock.requestCount(),
+        last: mock
+          .requests()
+          .slice(-3)
+          .map((r) => [r.messages.at(-1)?.role, messageText(r.messages.at(-1)).slice(0, 400)]),
+        outcomes: mock.outcomes().slice(-3),
+        stderr: pi.stderr().slice(-1500)
       })
-    await until(() => model.stalls() === 2, "delivery to merge, report and stall", 150_000).catch((error) => {
+    await until(() => model.stalls() === 2, "delivery to merge, report and stall", 300_000).catch((error) => {
       throw new Error(`${String(error)}\n${diagnose()}`)
     })
     await pi.waitForQuiet({ after: 0, timeoutMs: 30_000 })
@@ -85,7 +92,7 @@ describe("autoimplement repeats only missing work (real Pi, fake forge)", () => 
       await until(
         () => peekRows(db, "workflow_runs").some((row) => row.state === "completed"),
         "the run to complete after the restart",
-        90_000
+        180_000
       )
     } catch (error) {
       throw new Error(`${String(error)}\n${diagnose()}\nstderr: ${pi.stderr().slice(-3000)}`)
@@ -113,5 +120,5 @@ describe("autoimplement repeats only missing work (real Pi, fake forge)", () => 
     )
     expect(steps.filter((step) => step.startsWith("publish"))).toEqual(["publish:timed_out", "publish:ok"])
     expect(steps).toContain("fallback:ok")
-  }, 240_000)
+  }, 480_000)
 })

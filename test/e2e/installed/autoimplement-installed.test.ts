@@ -67,7 +67,7 @@ describe("autoimplement from the installed package (real Pi)", () => {
           () =>
             peekRows(db, "workflow_runs").some((row) => row.state !== "running" && row.state !== "queued"),
           "the run to end",
-          120_000
+          300_000
         )
         const [run] = peekRows(db, "workflow_runs")
         expect(run?.state).toBe("completed")
@@ -87,5 +87,5 @@ describe("autoimplement from the installed package (real Pi)", () => {
       sandbox.remove()
       await mock.close()
     }
-  }, 300_000)
+  }, 480_000)
 })
