@@ -1,6 +1,7 @@
 /**
  * The built-in autoimplement from the installed package: the checkout is packed, the tarball
- * `pi install`ed into an isolated agent dir, and real Pi loads the extension from there. The
+ * `pi install`ed into an isolated agent dir (the shared harness in ./package.ts), and real Pi
+ * discovers the extension there. The
  * `publish` stage times out (PI_WORKFLOWS_DEFAULT_TIMEOUT_MS shortens the default limit it
  * uses), the fallback routes to retry, and the run completes. Local bare remote, fake `gh`,
  * scripted model.
@@ -13,11 +14,11 @@ import { makeForgeModel } from "../../builtins/forge-model.ts"
 import { startMockOpenAI } from "../harness/mock-openai.ts"
 import { createPiSandbox, startPi } from "../harness/pi-rpc.ts"
 import { peekRows } from "../harness/sqlite-peek.ts"
-import { packTarball, piInstallTarball } from "./autoimplement-install.ts"
+import { type PackedPackage, packPackage, piInstall, piInstalledPackageDir } from "./package.ts"
 
-let packed: ReturnType<typeof packTarball> | undefined
+let packed: PackedPackage | undefined
 beforeAll(() => {
-  packed = packTarball()
+  packed = packPackage()
 }, 120_000)
 afterAll(() => packed?.remove())
 
@@ -34,8 +35,12 @@ describe("autoimplement from the installed package (real Pi)", () => {
     const mock = await startMockOpenAI()
     const sandbox = createPiSandbox(mock.baseUrl, "pwt-ai-installed-")
     try {
-      const installed = piInstallTarball(packed?.tarball ?? "", sandbox.agentDir, sandbox.homeDir)
-      expect(readFileSync(join(sandbox.agentDir, "settings.json"), "utf8")).toContain("file:")
+      const tarball = packed?.tarball ?? ""
+      expect(piInstall(tarball, sandbox.agentDir, sandbox.homeDir)).toBe(
+        piInstalledPackageDir(sandbox.agentDir)
+      )
+      // Pi loads the package recorded in the agent settings; nothing of this checkout is on its command line.
+      expect(readFileSync(join(sandbox.agentDir, "settings.json"), "utf8")).toContain(`file:${tarball}`)
       const forge = createForge(sandbox.root, sandbox.workDir)
       const db = join(sandbox.root, "controller.db")
       const model = makeForgeModel({
@@ -56,8 +61,8 @@ describe("autoimplement from the installed package (real Pi)", () => {
       mock.enqueue(...Array.from({ length: 200 }, () => model.step))
       const pi = await startPi({
         sandbox,
-        // The installed copy's entry, not this checkout's dist/.
-        extensionPath: join(installed, "dist", "extension.js"),
+        extensionPath: null,
+        discoverExtensions: true,
         env: { ...forge.env, PI_WORKFLOWS_DB: db, PI_WORKFLOWS_DEFAULT_TIMEOUT_MS: "20000" },
         timeoutMs: 60_000
       })
