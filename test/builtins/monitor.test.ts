@@ -58,9 +58,17 @@ const eventually = (check: () => boolean, what: string) =>
     return yield* Effect.dieMessage(`timed out waiting for ${what}`)
   })
 
+/** Whether the process is running; a zombie (killed, not yet reaped by its parent or init) is not. */
 const alive = (pidFile: string) => {
+  const pid = Number(readFileSync(pidFile, "utf8").trim())
+  const stat = `/proc/${pid}/stat`
+  if (existsSync("/proc/self/stat")) {
+    if (!existsSync(stat)) return false
+    // The state letter follows the parenthesised command name.
+    return !/\)\s+Z\s/.test(readFileSync(stat, "utf8"))
+  }
   try {
-    process.kill(Number(readFileSync(pidFile, "utf8").trim()), 0)
+    process.kill(pid, 0)
     return true
   } catch {
     return false
