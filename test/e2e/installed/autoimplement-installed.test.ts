@@ -17,8 +17,8 @@ import { peekRows } from "../harness/sqlite-peek.ts"
 import { type PackedPackage, packPackage, piInstall, piInstalledPackageDir } from "./package.ts"
 
 let packed: PackedPackage | undefined
-beforeAll(() => {
-  packed = packPackage()
+beforeAll(async () => {
+  packed = await packPackage()
 }, 120_000)
 afterAll(() => packed?.remove())
 
@@ -36,7 +36,7 @@ describe("autoimplement from the installed package (real Pi)", () => {
     const sandbox = createPiSandbox(mock.baseUrl, "pwt-ai-installed-")
     try {
       const tarball = packed?.tarball ?? ""
-      expect(piInstall(tarball, sandbox.agentDir, sandbox.homeDir)).toBe(
+      expect(await piInstall(tarball, sandbox.agentDir, sandbox.homeDir)).toBe(
         piInstalledPackageDir(sandbox.agentDir)
       )
       // Pi loads the package recorded in the agent settings; nothing of this checkout is on its command line.
