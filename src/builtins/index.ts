@@ -1,7 +1,17 @@
 /**
  * Workflows shipped with the package, registered before project files. A project file that
- * reuses a built-in name is reported as a load error and the built-in stays.
+ * reuses a built-in name is reported as a load error and the built-in stays. Each built-in
+ * carries a revision; a run started on another revision (or another build of the same one)
+ * refuses to resume and asks for a Pi reload.
  */
 import type { WrappedEntry } from "../engine/registry.ts"
+import { autoimplement } from "./autoimplement.ts"
+import { runCommand } from "./command-runner.ts"
+import { makeMonitor } from "./monitor.ts"
 
-export const builtinWorkflows: ReadonlyArray<WrappedEntry> = []
+export const BUILTIN_ORIGIN = "built-in"
+
+export const builtinWorkflows: ReadonlyArray<WrappedEntry> = [
+  { definition: autoimplement, origin: BUILTIN_ORIGIN },
+  { definition: makeMonitor({ run: runCommand }), origin: BUILTIN_ORIGIN }
+]

@@ -52,3 +52,9 @@ export const redactReason = (text: string): string => {
   for (const [pattern, replacement] of rules) out = out.replace(pattern, replacement)
   return out
 }
+
+/**
+ * Free text an operator may read back (command output, arguments): the same rules as
+ * `redactReason`, so one set of credential shapes serves every stored text.
+ */
+export const redactSecrets = (text: string): string => redactReason(text)

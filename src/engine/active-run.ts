@@ -9,7 +9,7 @@ import type { QuietKind, Provenance, RunRef } from "../domain/source-event.ts"
 import type { CoordinatorService } from "../delivery/coordinator.ts"
 import type { SourceEventsService } from "../interruption/source-events.ts"
 import type { Fence, RunRecord, RunStoreService, StepRecord } from "../store/run-store.ts"
-import type { NodeResult } from "./definition.ts"
+import type { NodeResult, VisitRecord } from "./definition.ts"
 import type { StepProgressService } from "./progress.ts"
 import type { LoadedNode, LoadedWorkflow } from "./validate.ts"
 
@@ -42,6 +42,8 @@ export interface RunMemory {
   readonly outstanding: Provenance | null
   readonly outputs: Readonly<Record<string, unknown>>
   readonly results: Readonly<Record<string, NodeResult>>
+  /** Finished visits in step order (what `StepContext.history` shows). */
+  readonly history: ReadonlyArray<VisitRecord>
   /** Visits with an outcome (what maxSteps counts). */
   readonly finished: number
   readonly claimLostReported: boolean
@@ -98,16 +100,19 @@ export const runRefOf = (record: RunRecord): RunRef => ({
 export const memoryOf = (record: RunRecord, steps: ReadonlyArray<StepRecord>): RunMemory => {
   const outputs: Record<string, unknown> = {}
   const results: Record<string, NodeResult> = {}
+  const history: Array<VisitRecord> = []
   let finished = 0
   for (const step of steps) {
     if (step.outcome === null) continue
     finished++
-    results[step.nodeId] = {
+    const result: NodeResult = {
       outcome: step.outcome,
       attemptId: step.attemptId,
       ...Option.match(step.output, { onNone: () => ({}), onSome: (output) => ({ output }) }),
       ...(step.error === null ? {} : { error: step.error })
     }
+    results[step.nodeId] = result
+    history.push({ nodeId: step.nodeId, ...result })
     if (step.outcome === "ok") outputs[step.nodeId] = Option.getOrNull(step.output)
   }
   return {
@@ -116,6 +121,7 @@ export const memoryOf = (record: RunRecord, steps: ReadonlyArray<StepRecord>): R
     outstanding: record.abortPending ? record.abort : null,
     outputs,
     results,
+    history,
     finished,
     claimLostReported: false
   }

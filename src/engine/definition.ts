@@ -15,6 +15,11 @@ export interface NodeResult {
   readonly attemptId: string
 }
 
+/** One finished visit (any outcome but `cancelled`), as its durable step record holds it. */
+export interface VisitRecord extends NodeResult {
+  readonly nodeId: string
+}
+
 /** The argument of prompt functions, compute functions and timeout callbacks. */
 export interface StepContext {
   /** The run's JSON input. */
@@ -22,6 +27,11 @@ export interface StepContext {
   /** Outputs of nodes that finished `ok`, by node ID. */
   readonly outputs: Readonly<Record<string, unknown>>
   readonly results: Readonly<Record<string, NodeResult>>
+  /**
+   * Every finished visit of the run, oldest first, rebuilt from the durable step records (so a
+   * resumed run sees the same list). Lets a node count earlier visits or find the one before it.
+   */
+  readonly history: ReadonlyArray<VisitRecord>
   /** Aborted when the visit is cancelled, parked, timed out or loses its claim. */
   readonly signal: AbortSignal
   /**

@@ -67,7 +67,11 @@ export class SourceChanged extends Schema.TaggedError<SourceChanged>()("SourceCh
       this.expectedRevision !== this.foundRevision
         ? `revision changed from ${this.expectedRevision ?? "none"} to ${this.foundRevision ?? "none"}`
         : "its source changed"
-    return `run ${this.runId} of workflow "${this.workflow}" cannot continue: ${what} since the run started`
+    // A built-in changes with the installed package, so the usual fix is a Pi reload, then a new run.
+    return (
+      `run ${this.runId} of workflow "${this.workflow}" cannot continue: ${what} since the run started. ` +
+      "Reload Pi (or restart it) so every session loads the current definition, then start a new run"
+    )
   }
 }
 

@@ -208,6 +208,10 @@ const conclude = (
       visit: null,
       finished: m.finished + 1,
       results: { ...m.results, [at.nodeId]: result },
+      // A step rerouted after a takeover is already in the history rebuilt from its record.
+      history: m.history.some((visit) => visit.attemptId === at.attemptId)
+        ? m.history
+        : [...m.history, { nodeId: at.nodeId, ...result }],
       outputs: outcome === "ok" ? { ...m.outputs, [at.nodeId]: value.output } : m.outputs
     }))
     switch (decision._tag) {

@@ -142,6 +142,7 @@ const runNode = (deps: RunnerDeps, run: ActiveRun, visit: VisitState) =>
         input: run.input,
         outputs: memory.outputs,
         results: memory.results,
+        history: memory.history,
         signal: controller.signal,
         progress: yield* progressReporter(deps, run, visit)
       }

@@ -19,6 +19,7 @@ import { builtinWorkflows } from "../builtins/index.ts"
 import type { PiSession } from "../session/pi-session.ts"
 import { parseCommand } from "../app/command-input.ts"
 import { resolveDbPath } from "./db-path.ts"
+import { defaultTimeoutFromEnv } from "./default-timeout.ts"
 import { makePiBridge } from "./pi-session-live.ts"
 import { decodeToolInput } from "../app/tool-input.ts"
 import { loadWorkflowFiles } from "./workflow-files.ts"
@@ -69,9 +70,11 @@ export const createSessionApp = (pi: ExtensionAPI): SessionApp => {
       for (const error of set.errors) notify(ctx, `workflow load error: ${error}`, "error")
       const filename = resolveDbPath(ctx.cwd, process.env)
       mkdirSync(dirname(filename), { recursive: true })
+      const defaultTimeoutMs = defaultTimeoutFromEnv(process.env)
       const layer = layerApp({
         database: { filename, busyTimeoutMs: BUSY_TIMEOUT_MS },
-        workflows: set.entries
+        workflows: set.entries,
+        ...(defaultTimeoutMs === undefined ? {} : { engine: { defaultTimeoutMs } })
       }).pipe(Layer.provideMerge(bridge.layer))
       const runtime: App = ManagedRuntime.make(layer)
       const built = await runtime.runPromiseExit(runtime.runtimeEffect)

@@ -191,7 +191,8 @@ describe("pause, park and resume", () => {
       const revised = yield* Effect.flip(h.engine.resume(runId))
       expect(revised._tag).toBe("SourceChanged")
       expect(revised.message).toBe(
-        `run ${runId} of workflow "two" cannot continue: revision changed from 1 to 2 since the run started`
+        `run ${runId} of workflow "two" cannot continue: revision changed from 1 to 2 since the run started. ` +
+          "Reload Pi (or restart it) so every session loads the current definition, then start a new run"
       )
       yield* h.registry.replaceAll([twoAgents(1, "edited question")])
       const edited = yield* Effect.flip(h.engine.resume(runId))

@@ -13,6 +13,7 @@ const context: StepContext = {
   input: { limit: 1234 },
   outputs: {},
   results: {},
+  history: [],
   signal: new AbortController().signal,
   progress: () => Promise.resolve()
 }
