@@ -106,6 +106,12 @@ export type SendOutcome =
   | { readonly _tag: "Unconfirmed"; readonly note: string | null }
   /** The claim was no longer held at the renewal: nothing was sent. */
   | { readonly _tag: "ClaimLost" }
+  /**
+   * Nothing was sent and the claim was released: the gate closed (the session got busy, an
+   * abort started, shutdown or hold) or the renewal took so long that too little lease was left
+   * to cover Pi's write (condition 1).
+   */
+  | { readonly _tag: "NotNow"; readonly why: string }
 
 /**
  * Send an intent's message under its claim: renew the claim right before the send (condition
@@ -120,10 +126,21 @@ export const sendClaimed = (
   token: string,
   resolution: Resolution,
   message: CustomMessage,
-  options: DeliveryOptions
+  options: DeliveryOptions,
+  /** Why the message may not go out now (checked after the renewal, right before the send). */
+  gate: Effect.Effect<string | null>
 ): Effect.Effect<SendOutcome, SendFailed> =>
   Effect.gen(function* () {
+    const before = yield* Clock.currentTimeMillis
     if (!(yield* renewClaim(env, intent.intentId, token))) return { _tag: "ClaimLost" }
+    // The renewal took effect at some moment after `before`: the lease lasts at least until
+    // before + leaseMs, and it must still cover Pi's write delay when the send goes out.
+    const slow = (yield* Clock.currentTimeMillis) - before >= env.leaseMs - env.writeDelayBoundMs
+    const why = slow ? "slowRenewal" : yield* gate
+    if (why !== null) {
+      yield* releaseClaim(env, intent, token)
+      return { _tag: "NotNow", why }
+    }
     const sent = yield* Effect.either(env.session.send(message, options))
     if (Either.isLeft(sent)) {
       yield* releaseClaim(env, intent, token)
@@ -183,7 +200,7 @@ export const confirmSent = (env: DeliveryEnv, idle: boolean): Effect.Effect<Conf
         continue
       }
       const now = yield* Clock.currentTimeMillis
-      if (idle && now - entry.sentAt >= env.writeDelayBoundMs) {
+      if (idle && now - entry.sentAt > env.writeDelayBoundMs) {
         yield* forget(env, intent.intentId)
         yield* releaseClaim(env, intent, token)
         lost.push(intent.intentId)

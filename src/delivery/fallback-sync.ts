@@ -92,7 +92,7 @@ export const syncPass =
         return { delivered: [], repaired, failed, skipped: skip }
       }
       const sent = yield* Effect.either(
-        sendClaimed(env, chosen, token, "fallback", fallbackMessage(chosen), FALLBACK_DELIVERY)
+        sendClaimed(env, chosen, token, "fallback", fallbackMessage(chosen), FALLBACK_DELIVERY, blocker(env))
       )
       if (Either.isLeft(sent)) {
         failed.push(chosen.intentId)
@@ -103,5 +103,6 @@ export const syncPass =
         return { delivered: [], repaired, failed, skipped: null }
       }
       if (sent.right._tag === "ClaimLost") return { delivered: [], repaired, failed, skipped: null }
+      if (sent.right._tag === "NotNow") return { delivered: [], repaired, failed, skipped: sent.right.why }
       return { delivered: [chosen.intentId], repaired, failed, skipped: null }
     })

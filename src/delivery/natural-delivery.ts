@@ -37,6 +37,13 @@ type Step =
 const outsideAbort = (env: DeliveryEnv): Effect.Effect<void> =>
   Effect.flatMap(env.bookkeeping.inFlight, (ids) => (ids.length > 0 ? env.session.awaitIdle : Effect.void))
 
+/**
+ * A message with an intent goes out only into an idle session, so Pi writes it promptly (and
+ * not into a turn that an abort stops: an aborting turn is not idle either).
+ */
+const naturalGate = (env: DeliveryEnv): Effect.Effect<string | null> =>
+  Effect.map(env.session.isIdle, (idle) => (idle ? null : "busy"))
+
 const sendPlain = (env: DeliveryEnv, natural: NaturalMessage, note: string | null) =>
   Effect.zipRight(
     outsideAbort(env),
@@ -64,17 +71,18 @@ const throughIntent = (
       if (Either.isLeft(resolved)) yield* releaseClaim(env, intent, token)
       return { _tag: "Repaired" }
     }
-    // Waiting for idle takes lease time: the claim is renewed after it, right before the send.
-    yield* outsideAbort(env)
+    // Waiting takes lease time: the claim is renewed after it, right before the send.
+    yield* env.session.awaitIdle
     const outcome = yield* sendClaimed(
       env,
       intent,
       token,
       natural.kind,
       withTurnIntent(natural.message, intent.intentId, natural.kind),
-      natural.options
+      natural.options,
+      naturalGate(env)
     )
-    if (outcome._tag === "ClaimLost") return { _tag: "Retry" }
+    if (outcome._tag === "ClaimLost" || outcome._tag === "NotNow") return { _tag: "Retry" }
     const note = outcome._tag === "Unconfirmed" ? outcome.note : null
     return { _tag: "Done", receipt: { turnIntentId: intent.intentId, sent: true, note } }
   })
