@@ -193,6 +193,7 @@ export const confirmSent = (env: DeliveryEnv, idle: boolean): Effect.Effect<Conf
         if (Either.isRight(done)) {
           yield* forget(env, intent.intentId)
           resolved.push(intent.intentId)
+          yield* reach("afterResolve", intent.intentId)
         } else if (done.left._tag !== "StoreFailure") {
           // Resolved by another claimant, or the claim is gone: nothing more to do here.
           yield* forget(env, intent.intentId)
@@ -212,7 +213,8 @@ export const confirmSent = (env: DeliveryEnv, idle: boolean): Effect.Effect<Conf
       if (!(yield* renewClaim(env, intent.intentId, token))) {
         // Only a store that refused renewals for a whole lease gets here (docs/protocol.md).
         const row = yield* Effect.either(env.store.get(intent.intentId))
-        const taken = Either.isRight(row) && (row.right._tag === "None" || row.right.value.deliveryClaimToken !== token)
+        const taken =
+          Either.isRight(row) && (row.right._tag === "None" || row.right.value.deliveryClaimToken !== token)
         if (taken) yield* forget(env, intent.intentId)
       }
     }
@@ -227,7 +229,10 @@ export const hasNaturalInFlight = (env: DeliveryEnv, runId: string): Effect.Effe
  * restarted Pi delivers them at once instead of after the lease. The release names the dead
  * owner's token, so it changes nothing once anyone else has claimed the intent.
  */
-export const freeDeadOwners = (env: DeliveryEnv, sessionId: string): Effect.Effect<number, StoreFailure | InvalidInput> =>
+export const freeDeadOwners = (
+  env: DeliveryEnv,
+  sessionId: string
+): Effect.Effect<number, StoreFailure | InvalidInput> =>
   Effect.gen(function* () {
     const pending = yield* env.store.list({ targetSessionId: sessionId, state: "pending", limit: 1_000 })
     let freed = 0

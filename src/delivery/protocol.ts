@@ -40,13 +40,20 @@ export const leaseCoversWriteDelay = (leaseMs: number, writeDelayBoundMs: number
   leaseMs > writeDelayBoundMs
 
 /**
- * The model's clock tick: one write-delay bound. The model's lease is the number of whole ticks
- * a lease surely lasts, its write delay the ticks Pi may take (docs/protocol.md).
+ * The model's time unit and constants (scripts/check-model.ts writes them into
+ * model/constants.pml). The tick is the coarsest one that keeps condition 1 strict after
+ * rounding against the protocol: the model's lease is the whole ticks a lease surely lasts
+ * (rounded down), its write delay the ticks Pi may take (rounded up). A coarse tick keeps the
+ * state space small; rounding this way never makes the model's lease longer or Pi faster.
  */
 export const modelConstants = (
   leaseMs: number = DEFAULT_LEASE_MS,
   writeDelayBoundMs: number = WRITE_DELAY_BOUND_MS
-): { readonly lease: number; readonly writeDelay: number } => ({
-  lease: Math.floor(leaseMs / writeDelayBoundMs),
-  writeDelay: 1
-})
+): { readonly tickMs: number; readonly lease: number; readonly writeDelay: number } => {
+  for (let tickMs = leaseMs; tickMs >= 1; tickMs--) {
+    const lease = Math.floor(leaseMs / tickMs)
+    const writeDelay = Math.ceil(writeDelayBoundMs / tickMs)
+    if (lease > writeDelay) return { tickMs, lease, writeDelay }
+  }
+  return { tickMs: 1, lease: leaseMs, writeDelay: writeDelayBoundMs }
+}
