@@ -24,6 +24,9 @@
  *   MAXF, USER_TURNS, NATURALS        faults per behaviour, user turns, natural processes
  */
 #include "constants.pml"
+#ifndef PI_WDELAY
+#define PI_WDELAY WDELAY /* Pi's real write delay; the code assumes WDELAY (condition 1) */
+#endif
 
 #define NC 2
 #define NI 2
@@ -91,7 +94,7 @@ inline resolve(i, t, ok) {
 }
 /* session.send: Pi takes it and writes it (or loses it) within WDELAY ticks of the handler's return. */
 inline send(c, i) {
-  pend[AT(c, i)]++; wleft[AT(c, i)] = WDELAY; hp[AT(c, i)] = held[c];
+  pend[AT(c, i)]++; wleft[AT(c, i)] = PI_WDELAY; hp[AT(c, i)] = held[c];
   unc[AT(c, i)] = 1; age[AT(c, i)] = 0;
   printf("MSC: send i%d by c%d (in handler %d, lease %d)\n", i, c, held[c], lease[i])
 }
