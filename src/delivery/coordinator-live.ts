@@ -3,46 +3,63 @@
  * Sync passes of one coordinator run one at a time; a scoped fiber runs the periodic pass.
  * Natural deliveries run concurrently and are arbitrated by store claims.
  */
-import { randomUUID } from "node:crypto"
 import { Duration, Effect, Layer, Ref } from "effect"
-import type { Resolution } from "../domain/turn-intent.ts"
 import { AbortBookkeeping } from "../interruption/abort-bookkeeping.ts"
 import { PiSession } from "../session/pi-session.ts"
 import { TurnIntentStore } from "../store/turn-intent-store.ts"
 import { Coordinator, type CoordinatorService } from "./coordinator.ts"
-import type { DeliveryEnv } from "./delivery-env.ts"
+import type { DeliveryEnv, Unconfirmed } from "./delivery-env.ts"
 import { syncPass } from "./fallback-sync.ts"
 import { deliverNatural } from "./natural-delivery.ts"
+import { isDeadOwner, ownerToken } from "./owner.ts"
+import { DEFAULT_LEASE_MS, leaseCoversWriteDelay, WRITE_DELAY_BOUND_MS } from "./protocol.ts"
 
 export interface CoordinatorOptions {
-  /** Claim lease for one delivery (default 30 s). */
+  /** Claim lease for one delivery (default 30 s); it must exceed `writeDelayBoundMs`. */
   readonly leaseMs?: number
+  /**
+   * How long Pi may take to write a sent message (default `WRITE_DELAY_BOUND_MS`, 5 s): after
+   * that, a message missing from the branch of an idle session counts as lost.
+   */
+  readonly writeDelayBoundMs?: number
+  /** Whether a claim token names a dead owner (default: a gone process of this machine's boot). */
+  readonly isDeadOwner?: (token: string) => boolean
   /** Spacing of the periodic idle sync pass (default 10 s); null turns it off. */
   readonly syncIntervalMs?: number | null
   /** Delay between claim attempts while another claimant holds an intent (default 500 ms). */
   readonly claimRetryMs?: number
   /** Attempts to store a resolution after a successful send (default 4). */
   readonly resolveAttempts?: number
-  /** Claimant identity prefix (default a random one per coordinator). */
+  /** Claimant identity prefix (default one naming this process, owner.ts, plus a random part). */
   readonly token?: string
 }
 
-export const DEFAULT_LEASE_MS = 30_000
+export { DEFAULT_LEASE_MS } from "./protocol.ts"
 export const DEFAULT_SYNC_INTERVAL_MS = 10_000
 
 export const make = (options: CoordinatorOptions = {}) =>
   Effect.gen(function* () {
+    const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS
+    const writeDelayBoundMs = options.writeDelayBoundMs ?? WRITE_DELAY_BOUND_MS
+    if (!leaseCoversWriteDelay(leaseMs, writeDelayBoundMs)) {
+      // Condition 1 of docs/protocol.md: a shorter lease lets a second claimant send a copy.
+      return yield* Effect.dieMessage(
+        `delivery lease (${leaseMs} ms) must exceed the write-delay bound (${writeDelayBoundMs} ms)`
+      )
+    }
     const env: DeliveryEnv = {
       store: yield* TurnIntentStore,
       session: yield* PiSession,
       bookkeeping: yield* AbortBookkeeping,
-      token: options.token ?? `coordinator:${randomUUID()}`,
-      leaseMs: options.leaseMs ?? DEFAULT_LEASE_MS,
+      token: options.token ?? ownerToken(),
+      leaseMs,
+      writeDelayBoundMs,
+      isDeadOwner: options.isDeadOwner ?? ((token) => isDeadOwner(token)),
       claimRetryMs: options.claimRetryMs ?? 500,
       resolveAttempts: options.resolveAttempts ?? 4,
       naturalInFlight: yield* Ref.make<ReadonlyMap<string, number>>(new Map()),
       nextNatural: yield* Ref.make(1),
-      sentUnresolved: yield* Ref.make<ReadonlyMap<string, Resolution>>(new Map())
+      unconfirmed: yield* Ref.make<ReadonlyMap<string, Unconfirmed>>(new Map())
     }
     const serial = yield* Effect.makeSemaphore(1)
     const pass = syncPass(env)

@@ -33,9 +33,12 @@ export interface NaturalReceipt {
 export type SyncTrigger = "settled" | "sessionStart" | "periodic"
 
 export interface SyncReport {
-  /** Intents resolved by a fallback sent in this pass (at most one per pass). */
+  /**
+   * Intents whose fallback this pass sent (at most one per pass). Each is resolved as soon as
+   * the branch shows the message: at once when Pi wrote it during the send, else by a later pass.
+   */
   readonly delivered: ReadonlyArray<string>
-  /** Intents resolved from a message already in the branch, without sending. */
+  /** Intents resolved from a message already in the branch (sent earlier, by anyone), without sending. */
   readonly repaired: ReadonlyArray<string>
   /** Intents whose fallback send failed; their claim was released for a later pass. */
   readonly failed: ReadonlyArray<string>

@@ -1,31 +1,41 @@
 /**
- * Fallback synchronization: one pass claims the current session's eligible intents, repairs
- * those whose message is already in the branch, and sends at most one factual fallback (each
- * eligible interruption gets its own successor turn; the next one goes after the next settle
- * or periodic pass). A pass sends nothing while the session is shutting down, while a
- * user-interrupted workflow is held, while a turn is running, or while a system abort is in
- * flight. An intent whose run has a natural delivery in progress is left to that delivery.
+ * Fallback synchronization. One pass, in this order (docs/protocol.md maps each step):
+ *
+ * 1. confirm: resolve this coordinator's sent messages that the branch now shows; keep and renew
+ *    the claims of those Pi may still write; release those lost (see `confirmSent`);
+ * 2. gates: send nothing while the session is shutting down, a user-interrupted workflow is
+ *    held, a turn is running or a system abort is in flight;
+ * 3. at session start and on the periodic pass, free claims whose owner process is gone;
+ * 4. claim up to CLAIM_BATCH eligible intents; repair those whose message is in the branch;
+ *    skip those this coordinator sent and Pi has not written yet (their claim stays);
+ * 5. release every other claim before the send (condition 3), then check the gates again,
+ *    renew the chosen claim and send at most one fallback (each eligible interruption gets its
+ *    own successor turn; the next goes after the next settle or periodic pass);
+ * 6. resolve it only if the branch already shows it; otherwise keep the claim (step 1 of a later
+ *    pass resolves it).
+ *
+ * An intent whose run has a natural delivery in progress is left to that delivery.
  */
 import { Effect, Either } from "effect"
 import type { InvalidInput, StoreFailure } from "../domain/errors.ts"
 import type { TurnIntent } from "../domain/turn-intent.ts"
 import { findResolvingMessage } from "./branch-repair.ts"
-import { reach } from "./crash-points.ts"
 import type { SyncReport, SyncTrigger } from "./coordinator.ts"
+import { reach } from "./crash-points.ts"
 import {
-  alreadySent,
+  confirmSent,
   type DeliveryEnv,
+  freeDeadOwners,
   hasNaturalInFlight,
   releaseClaim,
   resolveIntent,
-  resolveSent
+  sendClaimed,
+  unconfirmedOf
 } from "./delivery-env.ts"
 import { FALLBACK_DELIVERY, fallbackMessage } from "./fallback-message.ts"
 
-/** How many eligible intents one pass claims (the rest are released right away). */
+/** How many eligible intents one pass claims (all but one are released before the send). */
 export const CLAIM_BATCH = 16
-
-const skipped = (why: string): SyncReport => ({ delivered: [], repaired: [], failed: [], skipped: why })
 
 /** Why a fallback may not be sent now, or null when it may. */
 const blocker = (env: DeliveryEnv): Effect.Effect<string | null> =>
@@ -39,35 +49,31 @@ const blocker = (env: DeliveryEnv): Effect.Effect<string | null> =>
 
 export const syncPass =
   (env: DeliveryEnv) =>
-  (_trigger: SyncTrigger): Effect.Effect<SyncReport, StoreFailure | InvalidInput> =>
+  (trigger: SyncTrigger): Effect.Effect<SyncReport, StoreFailure | InvalidInput> =>
     Effect.gen(function* () {
+      const confirmed = yield* confirmSent(env, yield* env.session.isIdle)
+      const repaired: string[] = [...confirmed.resolved]
       const blocked = yield* blocker(env)
-      if (blocked !== null) return skipped(blocked)
+      if (blocked !== null) return { delivered: [], repaired, failed: [], skipped: blocked }
       // Verified idle: any system abort recorded earlier has nothing left to settle.
       if ((yield* env.bookkeeping.inFlight).length > 0) yield* env.bookkeeping.clear
+      const sessionId = yield* env.session.sessionId
+      if (trigger !== "settled") yield* freeDeadOwners(env, sessionId)
       const token = `${env.token}:sync`
       const claimed = yield* env.store.claimEligibleForSession({
-        targetSessionId: yield* env.session.sessionId,
+        targetSessionId: sessionId,
         limit: CLAIM_BATCH,
         token,
         leaseMs: env.leaseMs
       })
       if (claimed[0] !== undefined) yield* reach("afterClaim", claimed[0].intentId)
       const branch = yield* env.session.branch
-      const delivered: string[] = []
-      const repaired: string[] = []
       const failed: string[] = []
-      let skip: string | null = null
       const letGo = (intent: TurnIntent) => releaseClaim(env, intent, token)
+      // Step 4: repair, keep what is unconfirmed, and pick the one intent to send.
+      let chosen: TurnIntent | null = null
       for (const intent of claimed) {
-        const sentBefore = yield* alreadySent(env, intent.intentId)
-        if (sentBefore !== undefined) {
-          // Sent by this coordinator, resolution not stored yet: record it, never send again. On
-          // failure the claim is kept, so no other claimant sends a copy while the lease lives.
-          const resolved = yield* resolveSent(env, intent, token, sentBefore)
-          if (Either.isRight(resolved)) repaired.push(intent.intentId)
-          continue
-        }
+        if ((yield* unconfirmedOf(env, intent.intentId)) !== undefined) continue
         const match = findResolvingMessage(branch, intent.intentId)
         if (match !== null) {
           const resolved = yield* resolveIntent(env, intent, token, match.resolution)
@@ -75,40 +81,28 @@ export const syncPass =
           else yield* letGo(intent)
           continue
         }
-        if (delivered.length > 0 || failed.length > 0 || skip !== null) {
-          yield* letGo(intent)
-          continue
-        }
-        if (yield* hasNaturalInFlight(env, intent.runId)) {
-          yield* letGo(intent)
-          continue
-        }
-        // The lifecycle can change while this pass runs: check right before the send.
-        skip = yield* blocker(env)
-        if (skip !== null) {
-          yield* letGo(intent)
-          continue
-        }
-        const sent = yield* Effect.either(env.session.send(fallbackMessage(intent), FALLBACK_DELIVERY))
-        if (Either.isLeft(sent)) {
-          yield* letGo(intent)
-          failed.push(intent.intentId)
-          yield* Effect.logWarning("fallback send failed; the intent stays eligible", {
-            intentId: intent.intentId,
-            error: sent.left.message
-          })
-          continue
-        }
-        yield* reach("afterSend", intent.intentId)
-        const resolved = yield* resolveSent(env, intent, token, "fallback")
-        yield* reach("afterResolve", intent.intentId)
-        if (Either.isLeft(resolved)) {
-          // The message is in the branch: the next pass (same token) repairs the resolution.
-          yield* Effect.logWarning("fallback sent but its resolution was not stored", {
-            intentId: intent.intentId
-          })
-        }
-        delivered.push(intent.intentId)
+        if (chosen === null && !(yield* hasNaturalInFlight(env, intent.runId))) chosen = intent
+        else yield* letGo(intent)
       }
-      return { delivered, repaired, failed, skipped: skip }
+      if (chosen === null) return { delivered: [], repaired, failed, skipped: null }
+      // The lifecycle can change while this pass runs: check right before the send.
+      const skip = yield* blocker(env)
+      if (skip !== null) {
+        yield* letGo(chosen)
+        return { delivered: [], repaired, failed, skipped: skip }
+      }
+      const sent = yield* Effect.either(
+        sendClaimed(env, chosen, token, "fallback", fallbackMessage(chosen), FALLBACK_DELIVERY, blocker(env))
+      )
+      if (Either.isLeft(sent)) {
+        failed.push(chosen.intentId)
+        yield* Effect.logWarning("fallback send failed; the intent stays eligible", {
+          intentId: chosen.intentId,
+          error: sent.left.message
+        })
+        return { delivered: [], repaired, failed, skipped: null }
+      }
+      if (sent.right._tag === "ClaimLost") return { delivered: [], repaired, failed, skipped: null }
+      if (sent.right._tag === "NotNow") return { delivered: [], repaired, failed, skipped: sent.right.why }
+      return { delivered: [chosen.intentId], repaired, failed, skipped: null }
     })

@@ -22,9 +22,13 @@ import type { SendFailed } from "../session/pi-session.ts"
 import { findResolvingMessage, isSameMessage, withTurnIntent } from "./branch-repair.ts"
 import { reach } from "./crash-points.ts"
 import type { NaturalMessage, NaturalReceipt } from "./coordinator.ts"
-import { alreadySent, type DeliveryEnv, releaseClaim, resolveIntent, resolveSent } from "./delivery-env.ts"
+import { type DeliveryEnv, releaseClaim, resolveIntent, sendClaimed, unconfirmedOf } from "./delivery-env.ts"
 
-type Step = { readonly _tag: "Done"; readonly receipt: NaturalReceipt } | { readonly _tag: "Repaired" }
+type Step =
+  | { readonly _tag: "Done"; readonly receipt: NaturalReceipt }
+  | { readonly _tag: "Repaired" }
+  /** The claim was taken over before the send: nothing was sent; look again. */
+  | { readonly _tag: "Retry" }
 
 /**
  * Pi loses a message sent into an aborting turn. Checked right before every send too, because a
@@ -32,6 +36,13 @@ type Step = { readonly _tag: "Done"; readonly receipt: NaturalReceipt } | { read
  */
 const outsideAbort = (env: DeliveryEnv): Effect.Effect<void> =>
   Effect.flatMap(env.bookkeeping.inFlight, (ids) => (ids.length > 0 ? env.session.awaitIdle : Effect.void))
+
+/**
+ * A message with an intent goes out only into an idle session, so Pi writes it promptly (and
+ * not into a turn that an abort stops: an aborting turn is not idle either).
+ */
+const naturalGate = (env: DeliveryEnv): Effect.Effect<string | null> =>
+  Effect.map(env.session.isIdle, (idle) => (idle ? null : "busy"))
 
 const sendPlain = (env: DeliveryEnv, natural: NaturalMessage, note: string | null) =>
   Effect.zipRight(
@@ -47,13 +58,6 @@ const throughIntent = (
   token: string
 ): Effect.Effect<Step, SendFailed> =>
   Effect.gen(function* () {
-    const sentBefore = yield* alreadySent(env, intent.intentId)
-    if (sentBefore !== undefined) {
-      // This coordinator already sent the intent's message: record it (keeping the claim if the
-      // store still refuses, so no one sends a copy), then deliver this message on its own.
-      yield* resolveSent(env, intent, token, sentBefore)
-      return { _tag: "Repaired" }
-    }
     const match = findResolvingMessage(yield* env.session.branch, intent.intentId)
     if (match !== null) {
       const resolved = yield* resolveIntent(env, intent, token, match.resolution)
@@ -67,20 +71,19 @@ const throughIntent = (
       if (Either.isLeft(resolved)) yield* releaseClaim(env, intent, token)
       return { _tag: "Repaired" }
     }
-    yield* outsideAbort(env)
-    const sent = yield* Effect.either(
-      env.session.send(withTurnIntent(natural.message, intent.intentId, natural.kind), natural.options)
+    // Waiting takes lease time: the claim is renewed after it, right before the send.
+    yield* env.session.awaitIdle
+    const outcome = yield* sendClaimed(
+      env,
+      intent,
+      token,
+      natural.kind,
+      withTurnIntent(natural.message, intent.intentId, natural.kind),
+      natural.options,
+      naturalGate(env)
     )
-    if (Either.isLeft(sent)) {
-      yield* releaseClaim(env, intent, token)
-      return yield* Effect.fail(sent.left)
-    }
-    yield* reach("afterSend", intent.intentId)
-    const resolved = yield* resolveSent(env, intent, token, natural.kind)
-    yield* reach("afterResolve", intent.intentId)
-    const note = Either.isLeft(resolved)
-      ? `sent; resolution not stored (${describeError(resolved.left)}), branch repair will record it`
-      : null
+    if (outcome._tag === "ClaimLost" || outcome._tag === "NotNow") return { _tag: "Retry" }
+    const note = outcome._tag === "Unconfirmed" ? outcome.note : null
     return { _tag: "Done", receipt: { turnIntentId: intent.intentId, sent: true, note } }
   })
 
@@ -94,6 +97,7 @@ const deliver = (
     // Set at the first claim held by someone else: a live claim ends within one lease.
     let deadline: number | null = null
     const repaired = new Set<string>()
+    const freed = new Set<string>()
     while (true) {
       // Checked on every pass (not only the first): a system abort can start while this
       // delivery waits for a claim.
@@ -109,6 +113,12 @@ const deliver = (
         return yield* sendPlain(env, natural, `turn intents unavailable (${describeError(pending.left)})`)
       }
       if (pending.right.length === 0) return yield* sendPlain(env, natural, null)
+      const owed = pending.right[0]
+      if (owed !== undefined && (yield* unconfirmedOf(env, owed.intentId)) !== undefined) {
+        // This coordinator already sent the intent's message and Pi has not written it yet: that
+        // message answers the intent; this one goes on its own, never as a second copy.
+        return yield* sendPlain(env, natural, `turn intent ${owed.intentId} already has its message`)
+      }
       if (!waited) {
         // The old turn may still be running or aborting: look again once it has settled.
         yield* env.session.awaitIdle
@@ -127,6 +137,13 @@ const deliver = (
         return yield* sendPlain(env, natural, `turn intent claim failed (${describeError(claimed.left)})`)
       }
       if (Option.isNone(claimed.right)) {
+        const holder = owed?.deliveryClaimToken ?? null
+        if (owed !== undefined && holder !== null && !freed.has(holder) && env.isDeadOwner(holder)) {
+          freed.add(holder)
+          // Its claimant died on this machine: free the claim and claim again at once.
+          yield* env.store.release({ intentId: owed.intentId, token: holder }).pipe(Effect.ignore)
+          continue
+        }
         const now = yield* Clock.currentTimeMillis
         deadline ??= now + env.leaseMs + env.claimRetryMs
         if (now >= deadline) {
@@ -145,7 +162,7 @@ const deliver = (
       }
       const step = yield* throughIntent(env, natural, intent, token)
       if (step._tag === "Done") return step.receipt
-      repaired.add(intent.intentId)
+      if (step._tag === "Repaired") repaired.add(intent.intentId)
     }
   })
 

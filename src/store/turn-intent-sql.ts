@@ -50,6 +50,13 @@ export const SQL = {
     WHERE intent_id = ? AND resolved_at IS NULL
       AND delivery_claim_token = ? AND delivery_claim_expires_at > ?
     RETURNING *`,
+  // Extends the caller's own claim; like a claim by the same token, it also takes back a claim
+  // whose lease ran out while no one else claimed it (the token would differ then).
+  renew: `UPDATE workflow_turn_intents
+    SET delivery_claim_expires_at = ?
+    WHERE intent_id = ? AND delivery_claim_token = ?
+      AND resolved_at IS NULL
+    RETURNING intent_id`,
   release: `UPDATE workflow_turn_intents
     SET delivery_claim_token = NULL, delivery_claim_expires_at = NULL
     WHERE intent_id = ? AND delivery_claim_token = ?

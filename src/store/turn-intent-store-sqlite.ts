@@ -106,6 +106,7 @@ export const make = Effect.gen(function* () {
     probeEligible: prepare(SQL.probeEligible),
     claimEligible: prepare(SQL.claimEligible),
     resolve: prepare(SQL.resolve),
+    renew: prepare(SQL.renew),
     release: prepare(SQL.release)
   }
   const listStatements = new Map<string, PreparedStatement>()
@@ -307,6 +308,18 @@ export const make = Effect.gen(function* () {
         )
     )
 
+  const renew: TurnIntentStoreService["renew"] = (input) =>
+    checked(
+      () => invalidId("intentId", input.intentId) ?? invalidClaim(input),
+      () =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          statement.renew.all([now + input.leaseMs, input.intentId, input.token]).pipe(
+            Effect.map((renewed) => renewed.length > 0),
+            Effect.mapError(storeFailure("renew"))
+          )
+        )
+    )
+
   const list: TurnIntentStoreService["list"] = (query) =>
     checked(
       () =>
@@ -337,6 +350,7 @@ export const make = Effect.gen(function* () {
     claimEligibleForSession,
     makeEligible,
     resolve,
+    renew,
     release,
     list
   })

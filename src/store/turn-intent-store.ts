@@ -78,6 +78,14 @@ export interface TurnIntentStoreService {
     readonly resolution: Resolution
     readonly messageId: string
   }) => Effect.Effect<TurnIntent, ClaimNotHeld | IntentNotFound | InvalidInput | StoreFailure>
+  /**
+   * Extend the caller's claim to `leaseMs` from now; false when the token no longer holds it
+   * (another claimant took it, it was released, or the intent is resolved; nothing changes then).
+   * Delivery renews right before every send and while a sent message is unconfirmed.
+   */
+  readonly renew: (
+    input: { readonly intentId: string } & Claim
+  ) => Effect.Effect<boolean, InvalidInput | StoreFailure>
   /** Drop the caller's claim; false when the caller did not hold it (nothing changes then). */
   readonly release: (input: {
     readonly intentId: string

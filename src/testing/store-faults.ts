@@ -169,6 +169,7 @@ export const make = (
         guard("claimEligibleForSession")(store.claimEligibleForSession(input)),
       makeEligible: (input) => guard("makeEligible")(store.makeEligible(input)),
       resolve: (input) => guard("resolve")(store.resolve(input)),
+      renew: (input) => guard("renew")(store.renew(input)),
       release: (input) => guard("release")(store.release(input)),
       list: (query) => guard("list")(store.list(query))
     }

@@ -58,9 +58,9 @@ const carrying = (fake: Context.Tag.Service<PiSessionFake>, intentId: string | n
   )
 
 describe("a fallback sent from agent_settled, before Pi writes it", () => {
-  // KNOWN GAP (docs/reliability.md): expected to fail until resolution waits for the message to
-  // reach the branch. The fix must make it pass; then drop `.fails`.
-  it.scoped.fails("a crash right after the send: the restarted process delivers it, exactly once", () =>
+  // Was the known gap (a) of docs/reliability.md: the intent was resolved at the send, and the
+  // message died with the process. Now it is resolved only once the branch shows it.
+  it.scoped("a crash right after the send: the restarted process delivers it, exactly once", () =>
     Effect.gen(function* () {
       const filename = yield* tempDbPath
       const session = yield* Layer.build(layerFake({ sessionId: "session-1" }))

@@ -161,6 +161,7 @@ export const makeWorld = (
       claimEligibleForSession: (input) => around(store.claimEligibleForSession(input)),
       makeEligible: (input) => around(store.makeEligible(input)),
       resolve: (input) => around(store.resolve(input)),
+      renew: (input) => around(store.renew(input)),
       release: (input) => around(store.release(input)),
       list: (query) => around(store.list(query))
     })

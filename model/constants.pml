@@ -1,0 +1,8 @@
+#define LEASE 6
+#define WDELAY 1
+#define RENEW_BEFORE_SEND 1
+#define RELEASE_OTHERS_BEFORE_SEND 1
+#define RESOLVE_ON_BRANCH 1
+#define DEAD_OWNERS 1
+#define MAXF 2
+#define USER_TURNS 1
