@@ -7,7 +7,7 @@
 export const REDACTED = "[REDACTED]"
 
 const SENSITIVE_NAME =
-  "[A-Za-z0-9_.-]*(?:key|token|secret|passw(?:or)?d|pwd|credential|auth(?!ors?\b)|session|cookie|private)[A-Za-z0-9_.-]*"
+  "[A-Za-z0-9_.-]*(?:key|token|secret|passw(?:or)?d|pwd|credential|auth(?!ors?\\b)|session|cookie|private)[A-Za-z0-9_.-]*"
 
 const rules: ReadonlyArray<readonly [RegExp, string]> = [
   // PEM private-key blocks, also when cut off before their END line.

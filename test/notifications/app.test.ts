@@ -83,7 +83,7 @@ describe("passive notifications in the app", () => {
             return reply.text
           })
         expect(yield* bad("x".repeat(2049))).toMatch(
-          /^workflow progress failed \(ProgressRejected\): progress text is 2049 bytes; the limit is 2048 bytes/
+          /^workflow progress failed: progress text is 2049 bytes; the limit is 2048 bytes/
         )
         expect(yield* bad("")).toMatch(/must not be empty/)
         expect(yield* bad("hi", "req-unknown")).toMatch(/request req-unknown does not exist/)
@@ -133,10 +133,8 @@ describe("passive notifications in the app", () => {
         expect(list.text).toContain(`run ${runId}`)
         expect(list.text).toContain("\n  progress: 3/3 written")
         const one = yield* runCommand({ _tag: "status", runId })
-        expect(one.text.split("\n").slice(0, 2)).toEqual([
-          expect.stringContaining(`run ${runId}`),
-          "  progress: 3/3 written"
-        ])
+        expect(one.text.split("\n")[0]).toContain(`Run ${runId}`)
+        expect(one.text).toContain("\n  progress: 3/3 written")
       }).pipe(Effect.provide(app), Effect.scoped)
   )
 
