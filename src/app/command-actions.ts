@@ -7,6 +7,8 @@ import type { CommandInput } from "./command-input.ts"
 import { Engine } from "../engine/engine.ts"
 import type { WorkflowRegistry } from "../engine/registry.ts"
 import { PiSession } from "../session/pi-session.ts"
+import type { RunStore } from "../store/run-store.ts"
+import type { LaunchStore } from "../terminal/launch-store.ts"
 import { describeRun, describeStatus, failed, ok, type Reply } from "./replies.ts"
 import { runTool, targetRun } from "./tool-actions.ts"
 
@@ -28,7 +30,7 @@ const reply = (
 
 export const runCommand = (
   input: CommandInput
-): Effect.Effect<CommandReply, never, Engine | WorkflowRegistry | PiSession> =>
+): Effect.Effect<CommandReply, never, Engine | WorkflowRegistry | PiSession | RunStore | LaunchStore> =>
   Effect.gen(function* () {
     const engine = yield* Engine
     const sessionId = yield* (yield* PiSession).sessionId

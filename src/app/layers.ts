@@ -25,6 +25,8 @@ import type { RunStore } from "../store/run-store.ts"
 import * as RunStoreSqlite from "../store/run-store-sqlite.ts"
 import type { TurnIntentStore } from "../store/turn-intent-store.ts"
 import * as TurnIntentStoreSqlite from "../store/turn-intent-store-sqlite.ts"
+import * as LaunchStoreSqlite from "../terminal/launch-store.ts"
+import type { LaunchStore } from "../terminal/launch-store.ts"
 import * as SyncOnEligible from "./sync-on-eligible.ts"
 
 export interface AppConfig {
@@ -42,13 +44,14 @@ export type AppServices =
   | AbortBookkeeping
   | TurnIntentStore
   | RunStore
+  | LaunchStore
   | WorkflowRegistry
   | Database
   | SqlClient.SqlClient
 
-/** Both stores on one database file. */
+/** The stores on one database file. */
 export const layerStores = (options: DatabaseOptions) =>
-  Layer.merge(TurnIntentStoreSqlite.layer, RunStoreSqlite.layer).pipe(
+  Layer.mergeAll(TurnIntentStoreSqlite.layer, RunStoreSqlite.layer, LaunchStoreSqlite.layer).pipe(
     Layer.provideMerge(Database.layer(options))
   )
 

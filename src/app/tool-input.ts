@@ -17,7 +17,8 @@ export const ToolInput = Schema.Union(
   Schema.TaggedStruct("start", { workflow: Id, input: Schema.optional(Schema.Unknown) }),
   Schema.TaggedStruct("status", { runId: Schema.optional(Id) }),
   Schema.TaggedStruct("cancel", { runId: Schema.optional(Id) }),
-  Schema.TaggedStruct("submit", { requestId: Id, output: Schema.Unknown })
+  Schema.TaggedStruct("submit", { requestId: Id, output: Schema.Unknown }),
+  Schema.TaggedStruct("restart", { runId: Id })
 )
 export type ToolInput = typeof ToolInput.Type
 

@@ -5,4 +5,4 @@
 export const DEFERRED_TURN_TYPE = "pi-workflows-deferred-turn"
 
 /** The `workflow` tool's actions: the model-facing contract the schema and the decoder share. */
-export const TOOL_ACTIONS = ["list", "start", "status", "cancel", "submit"] as const
+export const TOOL_ACTIONS = ["list", "start", "status", "cancel", "submit", "restart"] as const
