@@ -27,6 +27,7 @@ import type { TurnIntentStore } from "../store/turn-intent-store.ts"
 import * as TurnIntentStoreSqlite from "../store/turn-intent-store-sqlite.ts"
 import * as LaunchStoreSqlite from "../terminal/launch-store.ts"
 import type { LaunchStore } from "../terminal/launch-store.ts"
+import * as TerminalMessages from "../terminal/terminal-messages.ts"
 import * as SyncOnEligible from "./sync-on-eligible.ts"
 
 export interface AppConfig {
@@ -61,13 +62,19 @@ export const layerApp = (
 ): Layer.Layer<AppServices, OpenError | DefinitionError, PiSession> => {
   // Test-only: PI_WORKFLOW_TURNS_CRASH_AT kills the process at a delivery step (docs/reliability.md).
   const stores = Layer.merge(layerStores(config.database), CrashPoints.layerFromEnv)
-  const core = layerCore(config.core).pipe(Layer.provideMerge(stores))
+  // Fallbacks of ended runs carry the terminal decision (src/terminal/terminal-messages.ts).
+  const core = layerCore(config.core).pipe(
+    Layer.provide(TerminalMessages.layerComposer),
+    Layer.provideMerge(stores)
+  )
   // The engine publishes through a SourceEvents that also starts a fallback pass after an
   // eligible event (see sync-on-eligible.ts); `core` is one layer value, so it is built once.
   const events = SyncOnEligible.layer.pipe(Layer.provide(core))
+  // ... and presents completed runs through a Coordinator that adds the terminal decision.
+  const coordinator = TerminalMessages.layerCoordinator.pipe(Layer.provide(core))
   const registry = layerFromDefinitions(config.workflows)
   const app = EngineLive.layer(config.engine).pipe(
-    Layer.provide(events),
+    Layer.provide(Layer.merge(events, coordinator)),
     Layer.provideMerge(Layer.merge(core, registry))
   )
   // The later layer of a merge wins: the app exposes the decorated SourceEvents.

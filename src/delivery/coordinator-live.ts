@@ -4,13 +4,15 @@
  * Natural deliveries run concurrently and are arbitrated by store claims.
  */
 import { randomUUID } from "node:crypto"
-import { Duration, Effect, Layer, Ref } from "effect"
+import { Duration, Effect, Layer, Option, Ref } from "effect"
 import type { Resolution } from "../domain/turn-intent.ts"
 import { AbortBookkeeping } from "../interruption/abort-bookkeeping.ts"
 import { PiSession } from "../session/pi-session.ts"
 import { TurnIntentStore } from "../store/turn-intent-store.ts"
 import { Coordinator, type CoordinatorService } from "./coordinator.ts"
 import type { DeliveryEnv } from "./delivery-env.ts"
+import { FallbackComposer } from "./fallback-composer.ts"
+import { fallbackMessage } from "./fallback-message.ts"
 import { syncPass } from "./fallback-sync.ts"
 import { deliverNatural } from "./natural-delivery.ts"
 
@@ -32,6 +34,7 @@ export const DEFAULT_SYNC_INTERVAL_MS = 10_000
 
 export const make = (options: CoordinatorOptions = {}) =>
   Effect.gen(function* () {
+    const composer = yield* Effect.serviceOption(FallbackComposer)
     const env: DeliveryEnv = {
       store: yield* TurnIntentStore,
       session: yield* PiSession,
@@ -42,7 +45,11 @@ export const make = (options: CoordinatorOptions = {}) =>
       resolveAttempts: options.resolveAttempts ?? 4,
       naturalInFlight: yield* Ref.make<ReadonlyMap<string, number>>(new Map()),
       nextNatural: yield* Ref.make(1),
-      sentUnresolved: yield* Ref.make<ReadonlyMap<string, Resolution>>(new Map())
+      sentUnresolved: yield* Ref.make<ReadonlyMap<string, Resolution>>(new Map()),
+      composeFallback: Option.match(composer, {
+        onNone: () => (intent) => Effect.succeed(fallbackMessage(intent)),
+        onSome: (provided) => provided.compose
+      })
     }
     const serial = yield* Effect.makeSemaphore(1)
     const pass = syncPass(env)

@@ -4,7 +4,7 @@ import type { ClaimNotHeld, IntentNotFound, InvalidInput, StoreFailure } from ".
 import { resolutionMessageId } from "../domain/identity.ts"
 import type { Resolution, TurnIntent } from "../domain/turn-intent.ts"
 import type { AbortBookkeepingService } from "../interruption/abort-bookkeeping.ts"
-import type { PiSessionService } from "../session/pi-session.ts"
+import type { CustomMessage, PiSessionService } from "../session/pi-session.ts"
 import type { TurnIntentStoreService } from "../store/turn-intent-store.ts"
 
 export interface DeliveryEnv {
@@ -25,6 +25,8 @@ export interface DeliveryEnv {
    * alone could miss it: these are resolved again, never sent again.
    */
   readonly sentUnresolved: Ref.Ref<ReadonlyMap<string, Resolution>>
+  /** The fallback message for an intent (the factual one, or a provided `FallbackComposer`). */
+  readonly composeFallback: (intent: TurnIntent) => Effect.Effect<CustomMessage>
 }
 
 type ResolveError = ClaimNotHeld | IntentNotFound | InvalidInput | StoreFailure

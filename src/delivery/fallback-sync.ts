@@ -20,7 +20,7 @@ import {
   resolveIntent,
   resolveSent
 } from "./delivery-env.ts"
-import { FALLBACK_DELIVERY, fallbackMessage } from "./fallback-message.ts"
+import { FALLBACK_DELIVERY } from "./fallback-message.ts"
 
 /** How many eligible intents one pass claims (the rest are released right away). */
 export const CLAIM_BATCH = 16
@@ -89,7 +89,8 @@ export const syncPass =
           yield* letGo(intent)
           continue
         }
-        const sent = yield* Effect.either(env.session.send(fallbackMessage(intent), FALLBACK_DELIVERY))
+        const message = yield* env.composeFallback(intent)
+        const sent = yield* Effect.either(env.session.send(message, FALLBACK_DELIVERY))
         if (Either.isLeft(sent)) {
           yield* letGo(intent)
           failed.push(intent.intentId)
