@@ -33,6 +33,8 @@ import { RunStore } from "../../src/store/run-store.ts"
 import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import * as TurnIntentStoreSqlite from "../../src/store/turn-intent-store-sqlite.ts"
+import * as LaunchStoreSqlite from "../../src/terminal/launch-store.ts"
+import { LaunchStore } from "../../src/terminal/launch-store.ts"
 import type { SimClock } from "../sim/sim-clock.ts"
 import type { FaultKind, Proc, Step } from "./schedule.ts"
 import { WORKFLOWS } from "./workflows.ts"
@@ -66,14 +68,19 @@ const appLayer = (options: {
   readonly session: PiSessionService
   readonly bookkeeping: Context.Tag.Service<AbortBookkeeping>
 }) => {
-  const stores = Layer.merge(TurnIntentStoreSqlite.layer, RunStoreSqlite.layer).pipe(
+  const stores = Layer.mergeAll(TurnIntentStoreSqlite.layer, RunStoreSqlite.layer, LaunchStoreSqlite.layer).pipe(
     Layer.provideMerge(Database.layer({ filename: options.filename, busyTimeoutMs: 50 }))
   )
   const faulty = Layer.effectContext(
     Effect.gen(function* () {
       const intents = gated(yield* TurnIntentStore, options.gate)
       const runs = gated(yield* RunStore, options.gate)
-      return Context.make(TurnIntentStore, intents).pipe(Context.add(RunStore, runs))
+      // Launch rows are written inside the run store's transaction; they share its faults.
+      const launches = yield* LaunchStore
+      return Context.make(TurnIntentStore, intents).pipe(
+        Context.add(RunStore, runs),
+        Context.add(LaunchStore, launches)
+      )
     })
   ).pipe(Layer.provide(stores))
   const base = Layer.mergeAll(
