@@ -84,7 +84,10 @@ type Infra = SqlError.SqlError | ParseResult.ParseError
 
 /** The body's own failure, kept apart from the transaction's SqlError until the rollback is done. */
 class Inner<E> {
-  constructor(readonly error: E) {}
+  readonly error: E
+  constructor(error: E) {
+    this.error = error
+  }
 }
 
 export const make = Effect.gen(function* () {
