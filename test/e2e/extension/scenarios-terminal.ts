@@ -262,7 +262,37 @@ export const userCancelQuiet: Scenario = {
   }
 }
 
+export const userStartFails: Scenario = {
+  id: "terminal-user-start",
+  title: "a run the user started with /workflow start fails: the model gets its terminal turn",
+  interruption: "terminal turn (user-started run)",
+  workflows: { "broken.workflow.mjs": BROKEN },
+  script: [{ text: "The build you started failed: build.json is missing. Shall I create it?" }],
+  expected: {
+    requests: 1,
+    steps: 0,
+    presentations: 0,
+    fallbacks: 1,
+    intents: ["failed → fallback"],
+    runs: ["failed"]
+  },
+  play: async (lab) => {
+    await lab.say("/workflow start broken", {
+      until: () => lab.intentsResolved(1) && lab.mock.requestCount() >= 1,
+      label: "the terminal turn ran",
+      requireSettle: false
+    })
+  },
+  verify: (_observation, lab, check) => {
+    check(
+      "the one request is the terminal decision",
+      lastMessageOf(lab, 0).includes("Decide what happens next")
+    )
+  }
+}
+
 export const terminalScenarios: ReadonlyArray<Scenario> = [
+  userStartFails,
   restartOnce,
   sameFailureTwice,
   changingFailures,
