@@ -68,9 +68,11 @@ const appLayer = (options: {
   readonly session: PiSessionService
   readonly bookkeeping: Context.Tag.Service<AbortBookkeeping>
 }) => {
-  const stores = Layer.mergeAll(TurnIntentStoreSqlite.layer, RunStoreSqlite.layer, LaunchStoreSqlite.layer).pipe(
-    Layer.provideMerge(Database.layer({ filename: options.filename, busyTimeoutMs: 50 }))
-  )
+  const stores = Layer.mergeAll(
+    TurnIntentStoreSqlite.layer,
+    RunStoreSqlite.layer,
+    LaunchStoreSqlite.layer
+  ).pipe(Layer.provideMerge(Database.layer({ filename: options.filename, busyTimeoutMs: 50 })))
   const faulty = Layer.effectContext(
     Effect.gen(function* () {
       const intents = gated(yield* TurnIntentStore, options.gate)
