@@ -2,7 +2,7 @@
  * DDL of the controller database, `pi-workflows.controller-store.v1`. Every statement is
  * idempotent; opening a store runs them all in one immediate transaction.
  */
-import { launchSchemaStatements } from "../terminal/launch-schema.ts"
+import { launchSchemaStatements } from "./launch-schema.ts"
 import { runSchemaStatements } from "./run-schema.ts"
 
 export const CONTROLLER_SCHEMA = "pi-workflows.controller-store.v1"

@@ -8,7 +8,7 @@ import { Effect, Layer } from "effect"
 import { Database } from "../../src/store/database.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
-import * as LaunchStoreSqlite from "../../src/terminal/launch-store.ts"
+import * as LaunchStoreSqlite from "../../src/store/launch-store-sqlite.ts"
 import { LaunchStore } from "../../src/terminal/launch-store.ts"
 
 const [filename = "", crashAt = "none", toolCallId = "call-1", runId = "run-2"] = process.argv.slice(2)
