@@ -38,6 +38,8 @@ import { RunStore } from "../../src/store/run-store.ts"
 import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import * as TurnIntentStoreSqlite from "../../src/store/turn-intent-store-sqlite.ts"
+import * as LaunchStoreSqlite from "../../src/store/launch-store-sqlite.ts"
+import { LaunchStore } from "../../src/terminal/launch-store.ts"
 import type { SimClock } from "../sim/sim-clock.ts"
 import type { FaultKind, Proc, Step } from "./schedule.ts"
 import { WORKFLOWS } from "./workflows.ts"
@@ -74,16 +76,20 @@ const appLayer = (options: {
   const stores = Layer.mergeAll(
     TurnIntentStoreSqlite.layer,
     RunStoreSqlite.layer,
-    NotificationStoreSqlite.layer
+    NotificationStoreSqlite.layer,
+    LaunchStoreSqlite.layer
   ).pipe(Layer.provideMerge(Database.layer({ filename: options.filename, busyTimeoutMs: 50 })))
   const faulty = Layer.effectContext(
     Effect.gen(function* () {
       const intents = gated(yield* TurnIntentStore, options.gate)
       const runs = gated(yield* RunStore, options.gate)
       const notifications = gated(yield* NotificationStore, options.gate)
+      // Launch rows are written inside the run store's transaction; they share its faults.
+      const launches = yield* LaunchStore
       return Context.make(TurnIntentStore, intents).pipe(
         Context.add(RunStore, runs),
         Context.add(NotificationStore, notifications),
+        Context.add(LaunchStore, launches),
         Context.add(Database, yield* Database)
       )
     })
