@@ -166,13 +166,14 @@ describe("restart", () => {
           const runsBefore = (yield* allRuns).length
           const other = yield* runTool({ _tag: "restart", runId: first }, { toolCallId: "call-2" })
           expect(other.isError).toBe(true)
-          expect(other.text).toMatch(/LaunchAlreadyReserved|already/)
+          expect(other.isError).toBe(true)
+          expect(`${String(other.details.error)} ${other.text}`).toMatch(/LaunchAlreadyReserved|already/)
           const monitorStart = yield* runTool(
             { _tag: "start", workflow: "monitor" },
             { toolCallId: "call-3" }
           )
           expect(monitorStart.isError).toBe(true)
-          expect(monitorStart.text).toMatch(/LaunchAlreadyReserved/)
+          expect(monitorStart.details.error).toBe("LaunchAlreadyReserved")
           expect(monitorStart.text).toContain("only one workflow launch is allowed per terminal turn")
           expect((yield* allRuns).length).toBe(runsBefore)
         })
@@ -191,7 +192,7 @@ describe("restart", () => {
         expect(launch.launch.lineage).toBeNull()
         // The turn's one launch is used: a restart in the same turn is refused.
         const sameTurn = yield* runTool({ _tag: "restart", runId: first }, { toolCallId: "call-r" })
-        expect(sameTurn.text).toMatch(/LaunchAlreadyReserved/)
+        expect(sameTurn.details.error).toBe("LaunchAlreadyReserved")
         // Later, outside that terminal turn, the failed run is still restart 1 of its chain.
         yield* runTool({ _tag: "cancel", runId: runIdOf(started.details) })
         yield* (yield* PiSessionFake).appendBranch({
@@ -217,7 +218,8 @@ describe("restart", () => {
         const runsBefore = (yield* allRuns).length
         const third = yield* restartAndFail(second.runId ?? "", "c2")
         expect(third.reply.isError).toBe(true)
-        expect(third.reply.text).toMatch(/RestartRefused.*ended exactly as earlier run/)
+        expect(third.reply.details.error).toBe("RestartRefused")
+        expect(third.reply.text).toMatch(/ended exactly as earlier run/)
         expect((yield* allRuns).length).toBe(runsBefore)
       })
     )
@@ -247,7 +249,8 @@ describe("restart", () => {
     withApp(
       Effect.gen(function* () {
         const unknown = yield* runTool({ _tag: "restart", runId: "nope" }, { toolCallId: "x" })
-        expect(unknown.text).toMatch(/RestartRefused.*no such run/)
+        expect(unknown.details.error).toBe("RestartRefused")
+        expect(unknown.text).toMatch(/no such run/)
         const queued = yield* runTool({ _tag: "start", workflow: "monitor" })
         const queuedId = runIdOf(queued.details)
         const active = yield* runTool({ _tag: "restart", runId: queuedId })
@@ -301,7 +304,7 @@ describe("launch reservation across a reload", () => {
           expect(again.details.runId).toBe(second)
           expect(again.details.repeated).toBe(true)
           const other = yield* runTool({ _tag: "start", workflow: "monitor" }, { toolCallId: "call-2" })
-          expect(other.text).toMatch(/LaunchAlreadyReserved/)
+          expect(other.details.error).toBe("LaunchAlreadyReserved")
           yield* afterSettle(false)
           yield* afterSettle(false)
           yield* eventually(stateOf(second), (state) => state === "failed")
