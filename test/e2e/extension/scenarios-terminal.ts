@@ -66,7 +66,11 @@ const storedMessages = (lab: Lab): ReadonlyArray<StoredMessage> =>
       if (Reflect.get(entry, "type") !== "custom_message") return []
       const customType: unknown = Reflect.get(entry, "customType")
       const details: unknown = Reflect.get(entry, "details")
-      return typeof customType === "string" && typeof details === "object" && details !== null
+      // Passive notifications (progress, final) are for the user's eyes, not terminal turns.
+      return typeof customType === "string" &&
+        customType !== "pi-workflows-notification" &&
+        typeof details === "object" &&
+        details !== null
         ? [{ customType, details: { ...details } }]
         : []
     })
