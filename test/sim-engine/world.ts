@@ -11,7 +11,9 @@
  */
 import { Context, Effect, Exit, type Fiber, Layer, Scope } from "effect"
 import { afterSettle, classifySettle, onSessionStart, onShutdown } from "../../src/app/session-hooks.ts"
+import * as Maintenance from "../../src/app/maintenance.ts"
 import * as SyncOnEligible from "../../src/app/sync-on-eligible.ts"
+import * as TerminalMessages from "../../src/terminal/terminal-messages.ts"
 import { runCommand } from "../../src/app/command-actions.ts"
 import { runTool } from "../../src/app/tool-actions.ts"
 import * as CoordinatorLive from "../../src/delivery/coordinator-live.ts"
@@ -109,11 +111,18 @@ const appLayer = (options: {
   const notifier = NotifierLive.layer.pipe(Layer.provideMerge(base))
   const notifications = NotificationsLive.layer().pipe(Layer.provideMerge(notifier))
   const runStore = FinalOnEnd.layer.pipe(Layer.provide(notifications))
+  // Completed runs are presented through the Coordinator that adds the terminal decision.
+  const coordinator = TerminalMessages.layerCoordinator.pipe(Layer.provide(core))
   const app = EngineLive.layer({ leaseMs: RUN_LEASE_MS, renewEveryMs: RUN_LEASE_MS / 3 }).pipe(
-    Layer.provide(Layer.merge(events, runStore)),
+    Layer.provide(Layer.mergeAll(events, runStore, coordinator)),
     Layer.provideMerge(Layer.mergeAll(core, layerFromDefinitions(WORKFLOWS), notifications))
   )
-  return Layer.merge(app, events)
+  const whole = Layer.merge(app, events)
+  // The periodic reconciliation pass (debts of ended runs, takeover of dead owners' runs).
+  return Layer.merge(
+    whole,
+    Maintenance.layer(Maintenance.DEFAULT_MAINTENANCE_INTERVAL_MS).pipe(Layer.provide(whole))
+  )
 }
 
 type SimServices = Layer.Layer.Success<ReturnType<typeof appLayer>>
