@@ -9,6 +9,8 @@ import type { WorkflowRegistry } from "../engine/registry.ts"
 import { Notifications } from "../notifications/notifications.ts"
 import { oneLine } from "../notifications/text.ts"
 import { PiSession } from "../session/pi-session.ts"
+import type { RunStore } from "../store/run-store.ts"
+import type { LaunchStore } from "../terminal/launch-store.ts"
 import { cancelledWithTurn, describeRun, failed, ok, type Reply, readableStatus } from "./replies.ts"
 import { NoActiveRun, runTool, targetRun } from "./tool-actions.ts"
 
@@ -30,7 +32,11 @@ const reply = (
 
 export const runCommand = (
   input: CommandInput
-): Effect.Effect<CommandReply, never, Engine | WorkflowRegistry | PiSession | Notifications> =>
+): Effect.Effect<
+  CommandReply,
+  never,
+  Engine | WorkflowRegistry | PiSession | Notifications | RunStore | LaunchStore
+> =>
   Effect.gen(function* () {
     const engine = yield* Engine
     const sessionId = yield* (yield* PiSession).sessionId

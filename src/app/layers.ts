@@ -33,6 +33,9 @@ import type { Notifier } from "../notifications/notifier.ts"
 import type { NotificationStore } from "../store/notification-store.ts"
 import * as NotificationStoreSqlite from "../store/notification-store-sqlite.ts"
 import * as Maintenance from "./maintenance.ts"
+import * as LaunchStoreSqlite from "../store/launch-store-sqlite.ts"
+import type { LaunchStore } from "../terminal/launch-store.ts"
+import * as TerminalMessages from "../terminal/terminal-messages.ts"
 import * as SyncOnEligible from "./sync-on-eligible.ts"
 
 export interface AppConfig {
@@ -53,6 +56,7 @@ export type AppServices =
   | AbortBookkeeping
   | TurnIntentStore
   | RunStore
+  | LaunchStore
   | WorkflowRegistry
   | Notifications
   | Notifier
@@ -62,9 +66,12 @@ export type AppServices =
 
 /** Every store on one database file. */
 export const layerStores = (options: DatabaseOptions) =>
-  Layer.mergeAll(TurnIntentStoreSqlite.layer, RunStoreSqlite.layer, NotificationStoreSqlite.layer).pipe(
-    Layer.provideMerge(Database.layer(options))
-  )
+  Layer.mergeAll(
+    TurnIntentStoreSqlite.layer,
+    RunStoreSqlite.layer,
+    NotificationStoreSqlite.layer,
+    LaunchStoreSqlite.layer
+  ).pipe(Layer.provideMerge(Database.layer(options)))
 
 /** The whole application over a PiSession (live from Pi, or `layerFake` in tests). */
 export const layerApp = (
@@ -72,10 +79,16 @@ export const layerApp = (
 ): Layer.Layer<AppServices, OpenError | DefinitionError, PiSession> => {
   // Test-only: PI_WORKFLOW_TURNS_CRASH_AT kills the process at a delivery step (docs/reliability.md).
   const stores = Layer.merge(layerStores(config.database), CrashPoints.layerFromEnv)
-  const core = layerCore(config.core).pipe(Layer.provideMerge(stores))
+  // Fallbacks of ended runs carry the terminal decision (src/terminal/terminal-messages.ts).
+  const core = layerCore(config.core).pipe(
+    Layer.provide(TerminalMessages.layerComposer),
+    Layer.provideMerge(stores)
+  )
   // The engine publishes through a SourceEvents that also starts a fallback pass after an
   // eligible event (see sync-on-eligible.ts); `core` is one layer value, so it is built once.
   const events = SyncOnEligible.layer.pipe(Layer.provide(core))
+  // ... and presents completed runs through a Coordinator that adds the terminal decision.
+  const coordinator = TerminalMessages.layerCoordinator.pipe(Layer.provide(core))
   const registry = layerFromDefinitions(config.workflows)
   // Passive notifications: the Notifier shows them, Notifications takes reports (and is the
   // engine's StepProgress), and the engine's RunStore writes each run's `final` with its end.
@@ -83,7 +96,7 @@ export const layerApp = (
   const notifications = NotificationsLive.layer(config.notifications).pipe(Layer.provideMerge(notifier))
   const runStore = FinalOnEnd.layer.pipe(Layer.provide(notifications))
   const app = EngineLive.layer(config.engine).pipe(
-    Layer.provide(Layer.merge(events, runStore)),
+    Layer.provide(Layer.mergeAll(events, runStore, coordinator)),
     Layer.provideMerge(Layer.mergeAll(core, registry, notifications))
   )
   // The later layer of a merge wins: the app exposes the decorated SourceEvents.

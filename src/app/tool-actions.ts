@@ -9,6 +9,9 @@ import { WorkflowRegistry } from "../engine/registry.ts"
 import { Notifications } from "../notifications/notifications.ts"
 import type { ToolInput } from "./tool-input.ts"
 import { PiSession } from "../session/pi-session.ts"
+import type { RunStore } from "../store/run-store.ts"
+import type { LaunchStore } from "../terminal/launch-store.ts"
+import { chainStatus, type LaunchReply, restartRun, startWorkflow } from "../terminal/launches.ts"
 import { describeRun, describeStatus, failed, ok, type Reply } from "./replies.ts"
 
 export class NoActiveRun extends Error {
@@ -26,9 +29,33 @@ export const targetRun = (engine: EngineService, sessionId: string, runId: strin
         })
       )
 
+/** What Pi tells us about the call: its ID keys a terminal turn's launch reservation. */
+export interface ToolCall {
+  readonly toolCallId?: string
+}
+
+const launched = (launch: LaunchReply): Reply => {
+  const { run } = launch
+  const what =
+    launch.kind === "restart"
+      ? `Restarted as run ${run.runId}`
+      : `Workflow "${run.workflowName}" is queued as run ${run.runId}`
+  const again = launch.repeated ? " (this tool call had already made it)" : ""
+  return ok(
+    `${what}${again}. It starts when this turn ends; its steps arrive as new messages. ` +
+      "Do not poll or wait for it in this turn.",
+    { runId: run.runId, state: run.state, launch: launch.kind, repeated: launch.repeated }
+  )
+}
+
 export const runTool = (
-  input: ToolInput
-): Effect.Effect<Reply, never, Engine | WorkflowRegistry | PiSession | Notifications> =>
+  input: ToolInput,
+  call: ToolCall = {}
+): Effect.Effect<
+  Reply,
+  never,
+  Engine | WorkflowRegistry | PiSession | Notifications | RunStore | LaunchStore
+> =>
   Effect.gen(function* () {
     const engine = yield* Engine
     const sessionId = yield* (yield* PiSession).sessionId
@@ -43,23 +70,23 @@ export const runTool = (
         })
         return ok(`Workflows:\n${lines.join("\n")}`, { workflows: workflows.map((w) => w.workflow.name) })
       }
-      case "start": {
-        const run = yield* engine.start({
-          workflow: input.workflow,
-          input: input.input ?? null,
-          sessionId,
-          origin: "tool"
-        })
-        return ok(
-          `Workflow "${run.workflowName}" is queued as run ${run.runId}. It starts when this turn ends; ` +
-            "its steps arrive as new messages. Do not poll or wait for it in this turn.",
-          { runId: run.runId, state: run.state }
+      case "start":
+        return launched(
+          yield* startWorkflow({
+            workflow: input.workflow,
+            input: input.input ?? null,
+            toolCallId: call.toolCallId ?? null
+          })
         )
-      }
+      case "restart":
+        return launched(yield* restartRun({ runId: input.runId, toolCallId: call.toolCallId ?? null }))
       case "status": {
         const runId = yield* targetRun(engine, sessionId, input.runId)
         const status = yield* engine.status(runId)
-        return ok(describeStatus(status), { runId, state: status.state, status })
+        const chain = yield* chainStatus(runId)
+        const text =
+          chain.length === 0 ? describeStatus(status) : `${describeStatus(status)}\n${chain.join("\n")}`
+        return ok(text, { runId, state: status.state, status })
       }
       case "cancel": {
         const runId = yield* targetRun(engine, sessionId, input.runId)

@@ -19,7 +19,8 @@ export const ToolInput = Schema.Union(
   Schema.TaggedStruct("cancel", { runId: Schema.optional(Id) }),
   Schema.TaggedStruct("submit", { requestId: Id, output: Schema.Unknown }),
   // The text's own rules (non-empty, at most 2 KiB) are checked by the notification service.
-  Schema.TaggedStruct("progress", { requestId: Id, text: Schema.String })
+  Schema.TaggedStruct("progress", { requestId: Id, text: Schema.String }),
+  Schema.TaggedStruct("restart", { runId: Id })
 )
 export type ToolInput = typeof ToolInput.Type
 

@@ -3,12 +3,15 @@
  * Sync passes of one coordinator run one at a time; a scoped fiber runs the periodic pass.
  * Natural deliveries run concurrently and are arbitrated by store claims.
  */
-import { Duration, Effect, Layer, Ref } from "effect"
+import { Duration, Effect, Layer, Option, Ref } from "effect"
+import type { TurnIntent } from "../domain/turn-intent.ts"
 import { AbortBookkeeping } from "../interruption/abort-bookkeeping.ts"
 import { PiSession } from "../session/pi-session.ts"
 import { TurnIntentStore } from "../store/turn-intent-store.ts"
 import { Coordinator, type CoordinatorService } from "./coordinator.ts"
 import type { DeliveryEnv, Unconfirmed } from "./delivery-env.ts"
+import { FallbackComposer } from "./fallback-composer.ts"
+import { fallbackMessage } from "./fallback-message.ts"
 import { syncPass } from "./fallback-sync.ts"
 import { deliverNatural } from "./natural-delivery.ts"
 import { isDeadOwner, ownerToken } from "./owner.ts"
@@ -59,7 +62,11 @@ export const make = (options: CoordinatorOptions = {}) =>
       resolveAttempts: options.resolveAttempts ?? 4,
       naturalInFlight: yield* Ref.make<ReadonlyMap<string, number>>(new Map()),
       nextNatural: yield* Ref.make(1),
-      unconfirmed: yield* Ref.make<ReadonlyMap<string, Unconfirmed>>(new Map())
+      unconfirmed: yield* Ref.make<ReadonlyMap<string, Unconfirmed>>(new Map()),
+      composeFallback: Option.match(yield* Effect.serviceOption(FallbackComposer), {
+        onNone: () => (intent: TurnIntent) => Effect.succeed(fallbackMessage(intent)),
+        onSome: (provided) => provided.compose
+      })
     }
     const serial = yield* Effect.makeSemaphore(1)
     const pass = syncPass(env)

@@ -47,6 +47,8 @@ export interface DeliveryEnv {
    * recognised): the next claimant finds the message in the branch or sends it again.
    */
   readonly unconfirmed: Ref.Ref<ReadonlyMap<string, Unconfirmed>>
+  /** The fallback message for an intent (the factual one, or a provided `FallbackComposer`). */
+  readonly composeFallback: (intent: TurnIntent) => Effect.Effect<CustomMessage>
 }
 
 type ResolveError = ClaimNotHeld | IntentNotFound | InvalidInput | StoreFailure

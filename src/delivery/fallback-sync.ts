@@ -32,7 +32,7 @@ import {
   sendClaimed,
   unconfirmedOf
 } from "./delivery-env.ts"
-import { FALLBACK_DELIVERY, fallbackMessage } from "./fallback-message.ts"
+import { FALLBACK_DELIVERY } from "./fallback-message.ts"
 
 /** How many eligible intents one pass claims (all but one are released before the send). */
 export const CLAIM_BATCH = 16
@@ -91,8 +91,9 @@ export const syncPass =
         yield* letGo(chosen)
         return { delivered: [], repaired, failed, skipped: skip }
       }
+      const message = yield* env.composeFallback(chosen)
       const sent = yield* Effect.either(
-        sendClaimed(env, chosen, token, "fallback", fallbackMessage(chosen), FALLBACK_DELIVERY, blocker(env))
+        sendClaimed(env, chosen, token, "fallback", message, FALLBACK_DELIVERY, blocker(env))
       )
       if (Either.isLeft(sent)) {
         failed.push(chosen.intentId)

@@ -42,8 +42,9 @@ export const decide = (event: SourceEvent): PolicyDecision => {
           refreshFacts: true
         }
       }
-      if (event.run.origin === "tool" && event.state !== "cancelled") {
-        // The start tool already told the model "started": it must learn of the failure.
+      if (event.state !== "cancelled") {
+        // The run's terminal turn (docs/terminal-turns.md): the model learns how it ended, whether
+        // the start tool or the user's `/workflow start` launched it.
         return {
           _tag: "Intent",
           cause: causeOfTerminal[event.state],
@@ -52,13 +53,7 @@ export const decide = (event: SourceEvent): PolicyDecision => {
           refreshFacts: true
         }
       }
-      return {
-        _tag: "NoIntent",
-        why:
-          event.state === "cancelled"
-            ? "cancelled without an agent-origin abort (direct cancellation)"
-            : "run was started by the user, who sees its terminal state"
-      }
+      return { _tag: "NoIntent", why: "cancelled without an agent-origin abort (direct cancellation)" }
     case "LaunchFailed":
       return { _tag: "Intent", cause: "launchFailed", eligible: true, abortTurn: false, refreshFacts: false }
     case "HandoffEnded":

@@ -5,7 +5,7 @@
 export const DEFERRED_TURN_TYPE = "pi-workflows-deferred-turn"
 
 /** The `workflow` tool's actions: the model-facing contract the schema and the decoder share. */
-export const TOOL_ACTIONS = ["list", "start", "status", "cancel", "submit", "progress"] as const
+export const TOOL_ACTIONS = ["list", "start", "status", "cancel", "submit", "progress", "restart"] as const
 
 /**
  * Passive workflow notifications (progress, final): shown to the user, never a turn, and kept

@@ -1,5 +1,6 @@
 /**
- * The TUI card for `pi-workflows-deferred-turn` messages. `cardLines` is pure (tested without
+ * The TUI card for `pi-workflows-deferred-turn` messages and for terminal
+ * `pi-workflows-presentation` messages. `cardLines` is pure (tested without
  * Pi); `renderDeferredTurn` wraps it in pi-tui components. Collapsed: a bounded summary read
  * from the message details. Expanded: the complete model-facing content. Missing or malformed
  * details give a generic card, never an exception.
@@ -14,11 +15,15 @@ interface CardDetails {
   readonly cause?: string
   readonly workflowName?: string
   readonly observedState?: string
+  /** Set on a run's terminal turn (src/terminal/terminal-decision.ts). */
+  readonly reasonKind?: string
+  /** Presentation messages name the run's state here. */
+  readonly state?: string
   readonly restartCount?: number
   readonly restartLimit?: number
 }
 
-const STRING_FIELDS = ["runId", "cause", "workflowName", "observedState"] as const
+const STRING_FIELDS = ["runId", "cause", "workflowName", "observedState", "reasonKind", "state"] as const
 const NUMBER_FIELDS = ["restartCount", "restartLimit"] as const
 
 /**
@@ -71,16 +76,21 @@ export const cardLines = (
   const details = readDetails(message.details ?? {})
   const fields = details ?? {}
   const workflow = sanitizeLine(fields.workflowName ?? "workflow", 60) || "workflow"
-  const state = sanitizeLine(fields.observedState ?? fields.cause ?? "interrupted", 40) || "interrupted"
-  const lines: CardLine[] = [{ tone: "accent", text: `⏵ Workflow turn · ${workflow} · ${state}` }]
+  const observed = fields.observedState ?? fields.state ?? fields.cause ?? "interrupted"
+  const state = sanitizeLine(observed, 40) || "interrupted"
+  // A terminal turn (the run ended) reads differently from an interrupted turn.
+  const title = fields.reasonKind === undefined ? "Workflow turn" : "Workflow ended"
+  const lines: CardLine[] = [{ tone: "accent", text: `⏵ ${title} · ${workflow} · ${state}` }]
   const meta: string[] = []
   if (fields.runId !== undefined) meta.push(`run ${sanitizeLine(fields.runId, 80)}`)
-  if (fields.cause !== undefined && fields.cause !== fields.observedState) {
+  if (fields.reasonKind !== undefined && fields.reasonKind !== observed) {
+    meta.push(`reason ${sanitizeLine(fields.reasonKind, 40)}`)
+  } else if (fields.cause !== undefined && fields.cause !== observed) {
     meta.push(`cause ${sanitizeLine(fields.cause, 40)}`)
   }
   if (fields.restartCount !== undefined) {
-    const limit = fields.restartLimit === undefined ? "" : `/${fields.restartLimit}`
-    meta.push(`restarts ${fields.restartCount}${limit}`)
+    const limit = fields.restartLimit === undefined ? "" : `/${sanitizeLine(fields.restartLimit, 4)}`
+    meta.push(`restarts ${sanitizeLine(fields.restartCount, 4)}${limit}`)
   }
   if (meta.length > 0) lines.push({ tone: "muted", text: meta.join(" · ") })
   if (details === null) lines.push({ tone: "warning", text: "(details unavailable)" })

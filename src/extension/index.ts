@@ -16,7 +16,8 @@ const TOOL_DESCRIPTION =
   "Run and control multi-step workflows. Actions: list (available workflows), start {workflow, input?} " +
   "(queued; it starts after this turn ends and its steps arrive as new messages), status {runId?}, " +
   "cancel {runId?}, submit {requestId, output} (answer a workflow step message), " +
-  "progress {requestId, text} (a short progress line for the user while you work on a step)."
+  "progress {requestId, text} (a short progress line for the user while you work on a step), " +
+  "restart {runId} (run an ended run again with the exact same workflow and input)."
 
 export default function piWorkflowTurns(pi: ExtensionAPI): void {
   let loading: Promise<SessionApp> | undefined
@@ -34,10 +35,12 @@ export default function piWorkflowTurns(pi: ExtensionAPI): void {
     promptSnippet: "Start, inspect, cancel and answer multi-step workflows",
     promptGuidelines: [
       "Use the workflow tool with action submit to answer a pi-workflows-agent-step message, passing its requestId.",
-      "After workflow start, end the turn: the workflow's steps arrive as new messages."
+      "After workflow start, end the turn: the workflow's steps arrive as new messages.",
+      "When a workflow run ends you get one turn to decide what follows; launch at most one workflow in it."
     ],
     parameters: toolParameters,
-    execute: async (_toolCallId, params, _signal, _onUpdate, ctx) => (await app()).tool(params, ctx)
+    execute: async (toolCallId, params, _signal, _onUpdate, ctx) =>
+      (await app()).tool(params, ctx, toolCallId)
   })
 
   pi.registerCommand("workflow", {

@@ -43,7 +43,7 @@ const toolResult = (reply: Reply): ToolResult => ({
 
 /** What the entry forwards Pi's registrations and events to. */
 export interface SessionApp {
-  readonly tool: (params: unknown, ctx: ExtensionContext) => Promise<ToolResult>
+  readonly tool: (params: unknown, ctx: ExtensionContext, toolCallId?: string) => Promise<ToolResult>
   readonly command: (args: string, ctx: ExtensionContext) => Promise<void>
   readonly sessionStart: (ctx: ExtensionContext) => Promise<void>
   readonly observe: (ctx: ExtensionContext) => void
@@ -108,7 +108,7 @@ export const createSessionApp = (pi: ExtensionAPI): SessionApp => {
   }
 
   return {
-    tool: async (params, ctx) => {
+    tool: async (params, ctx, toolCallId) => {
       const input = decodeToolInput(params)
       if (Either.isLeft(input)) return toolResult({ text: input.left, isError: true, details: {} })
       let reply: Reply = {
@@ -117,7 +117,7 @@ export const createSessionApp = (pi: ExtensionAPI): SessionApp => {
         details: {}
       }
       await withApp(ctx, async (runtime) => {
-        reply = await runtime.runPromise(runTool(input.right))
+        reply = await runtime.runPromise(runTool(input.right, toolCallId === undefined ? {} : { toolCallId }))
       })
       return toolResult(reply)
     },

@@ -13,7 +13,10 @@ export const toolParameters = Type.Object({
   workflow: Type.Optional(Type.String({ description: "start: the workflow name (see action list)" })),
   input: Type.Optional(Type.Unknown({ description: "start: the workflow input (JSON)" })),
   runId: Type.Optional(
-    Type.String({ description: "status/cancel: the run (defaults to this session's active run)" })
+    Type.String({
+      description:
+        "status/cancel: the run (defaults to this session's active run); restart: the ended run to run again"
+    })
   ),
   requestId: Type.Optional(
     Type.String({ description: "submit/progress: the requestId from the workflow step message" })

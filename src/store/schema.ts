@@ -2,6 +2,7 @@
  * DDL of the controller database, `pi-workflows.controller-store.v1`. Every statement is
  * idempotent; opening a store runs them all in one immediate transaction.
  */
+import { launchSchemaStatements } from "./launch-schema.ts"
 import { notificationSchemaStatements } from "./notification-schema.ts"
 import { runSchemaStatements } from "./run-schema.ts"
 
@@ -76,5 +77,6 @@ export const controllerSchemaStatements: ReadonlyArray<string> = [
   resolvedImmutable,
   identityImmutable,
   ...runSchemaStatements,
-  ...notificationSchemaStatements
+  ...notificationSchemaStatements,
+  ...launchSchemaStatements
 ]

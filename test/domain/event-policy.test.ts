@@ -51,9 +51,14 @@ describe("event policy", () => {
     expect(decide(event)).toMatchObject({ refreshFacts: true })
   })
 
-  it("user-started runs and cancellations without agent provenance create nothing", () => {
-    expect(decide(terminal("failed", null, { run: run({ origin: "command" }) }))._tag).toBe("NoIntent")
+  it("cancellations without agent provenance create nothing; user-started runs get their terminal turn", () => {
+    expect(decide(terminal("failed", null, { run: run({ origin: "command" }) }))).toMatchObject({
+      _tag: "Intent",
+      cause: "failed",
+      eligible: true
+    })
     expect(decide(terminal("cancelled", null))._tag).toBe("NoIntent")
+    expect(decide(terminal("cancelled", null, { run: run({ origin: "command" }) }))._tag).toBe("NoIntent")
   })
 
   it.each<QuietKind>(["directCancel", "pause", "userHold", "shutdown"])("%s is quiet: no intent", (kind) => {

@@ -62,7 +62,7 @@ describe("SourceEvents (live)", () => {
     })
   )
 
-  it.scoped("quiet events and user-started terminal runs create nothing and abort nothing", () =>
+  it.scoped("quiet events and direct cancellations create nothing and abort nothing", () =>
     Effect.gen(function* () {
       const h = yield* makeHarness()
       yield* h.fake.startTurn
@@ -72,7 +72,7 @@ describe("SourceEvents (live)", () => {
           warning: null
         })
       }
-      yield* h.events.publish(terminal("failed", null, { run: run({ origin: "command" }) }))
+      yield* h.events.publish(terminal("cancelled", null, { run: run({ origin: "command" }) }))
       yield* h.events.publish(terminal("cancelled", null))
       expect(yield* h.intents).toEqual([])
       expect(yield* h.fake.aborts).toBe(0)

@@ -203,11 +203,8 @@ export const runEngineSchedule = async (
       )
       // A direct user cancel is quiet; so is an agent cancel outside a workflow turn: the model
       // made the call and read its reply in the same turn.
-      // Runs the user started with `/workflow start` owe the model nothing yet: the user watched
-      // them in the UI (the terminal decision turn changes that).
-      const quiet =
-        run.origin === "command" ||
-        (run.state === "cancelled" && (run.cancel_requested === "user" || run.abort_cause === null))
+      // Runs the user started with `/workflow start` get their terminal turn too.
+      const quiet = run.state === "cancelled" && (run.cancel_requested === "user" || run.abort_cause === null)
       if (successors.length > 1)
         violations.push(`run ${short(run.run_id)} (${run.state}): ${successors.length} terminal messages`)
       else if (TERMINAL.has(run.state) && !quiet && successors.length === 0) {

@@ -11,7 +11,9 @@
  */
 import { Context, Effect, Exit, type Fiber, Layer, Scope } from "effect"
 import { afterSettle, classifySettle, onSessionStart, onShutdown } from "../../src/app/session-hooks.ts"
+import * as Maintenance from "../../src/app/maintenance.ts"
 import * as SyncOnEligible from "../../src/app/sync-on-eligible.ts"
+import * as TerminalMessages from "../../src/terminal/terminal-messages.ts"
 import { runCommand } from "../../src/app/command-actions.ts"
 import { runTool } from "../../src/app/tool-actions.ts"
 import * as CoordinatorLive from "../../src/delivery/coordinator-live.ts"
@@ -38,6 +40,8 @@ import { RunStore } from "../../src/store/run-store.ts"
 import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import * as TurnIntentStoreSqlite from "../../src/store/turn-intent-store-sqlite.ts"
+import * as LaunchStoreSqlite from "../../src/store/launch-store-sqlite.ts"
+import { LaunchStore } from "../../src/terminal/launch-store.ts"
 import type { SimClock } from "../sim/sim-clock.ts"
 import type { FaultKind, Proc, Step } from "./schedule.ts"
 import { WORKFLOWS } from "./workflows.ts"
@@ -74,16 +78,20 @@ const appLayer = (options: {
   const stores = Layer.mergeAll(
     TurnIntentStoreSqlite.layer,
     RunStoreSqlite.layer,
-    NotificationStoreSqlite.layer
+    NotificationStoreSqlite.layer,
+    LaunchStoreSqlite.layer
   ).pipe(Layer.provideMerge(Database.layer({ filename: options.filename, busyTimeoutMs: 50 })))
   const faulty = Layer.effectContext(
     Effect.gen(function* () {
       const intents = gated(yield* TurnIntentStore, options.gate)
       const runs = gated(yield* RunStore, options.gate)
       const notifications = gated(yield* NotificationStore, options.gate)
+      // Launch rows are written inside the run store's transaction; they share its faults.
+      const launches = yield* LaunchStore
       return Context.make(TurnIntentStore, intents).pipe(
         Context.add(RunStore, runs),
         Context.add(NotificationStore, notifications),
+        Context.add(LaunchStore, launches),
         Context.add(Database, yield* Database)
       )
     })
@@ -103,11 +111,18 @@ const appLayer = (options: {
   const notifier = NotifierLive.layer.pipe(Layer.provideMerge(base))
   const notifications = NotificationsLive.layer().pipe(Layer.provideMerge(notifier))
   const runStore = FinalOnEnd.layer.pipe(Layer.provide(notifications))
+  // Completed runs are presented through the Coordinator that adds the terminal decision.
+  const coordinator = TerminalMessages.layerCoordinator.pipe(Layer.provide(core))
   const app = EngineLive.layer({ leaseMs: RUN_LEASE_MS, renewEveryMs: RUN_LEASE_MS / 3 }).pipe(
-    Layer.provide(Layer.merge(events, runStore)),
+    Layer.provide(Layer.mergeAll(events, runStore, coordinator)),
     Layer.provideMerge(Layer.mergeAll(core, layerFromDefinitions(WORKFLOWS), notifications))
   )
-  return Layer.merge(app, events)
+  const whole = Layer.merge(app, events)
+  // The periodic reconciliation pass (debts of ended runs, takeover of dead owners' runs).
+  return Layer.merge(
+    whole,
+    Maintenance.layer(Maintenance.DEFAULT_MAINTENANCE_INTERVAL_MS).pipe(Layer.provide(whole))
+  )
 }
 
 type SimServices = Layer.Layer.Success<ReturnType<typeof appLayer>>

@@ -26,8 +26,10 @@ export const completedRun: Scenario = {
   },
   verify: (_observation, lab, check) => {
     check(
-      "the presentation is the workflow's own text",
-      lastMessageOf(lab, 4) === "Release notes for 1.4.0 are ready (2 entries).",
+      "the presentation is the workflow's own text, then the terminal decision",
+      lastMessageOf(lab, 4).startsWith(
+        "Release notes for 1.4.0 are ready (2 entries).\n\n---\nWorkflow run ended"
+      ),
       lastMessageOf(lab, 4)
     )
   }
