@@ -19,7 +19,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import BetterSqlite from "better-sqlite3"
-import { Effect, Exit, Logger, LogLevel, Schema } from "effect"
+import { Clock, Effect, Exit, Logger, LogLevel, Schema } from "effect"
 import { makeSimClock, SIM_EPOCH } from "../sim/sim-clock.ts"
 import { describeStep, generate, type Schedule } from "./schedule.ts"
 import { LEASE_MS, makeWorld, type Mutation, RUN_LEASE_MS, SESSION } from "./world.ts"
@@ -127,10 +127,20 @@ export const runEngineSchedule = async (
     const sends = [...world.sends]
     const now = clock.now()
     for (const proc of world.live()) yield* world.kill(proc.slot)
-    return { branch, sends, now, rounds }
+    return { branch, sends, now, rounds, userCancelled: world.userCancelled }
   })
+  // A schedule that never finishes is a finding too (a hang on the simulated clock never ends).
   const exit = await Effect.runPromiseExit(
-    program.pipe(Effect.withClock(clock), Effect.scoped, Logger.withMinimumLogLevel(LogLevel.None))
+    program.pipe(
+      Effect.withClock(clock),
+      Effect.scoped,
+      Logger.withMinimumLogLevel(LogLevel.None),
+      Effect.timeoutFail({
+        duration: "30 seconds",
+        onTimeout: () => new Error(`the schedule hung after: ${trace.at(-1) ?? "the start"}`)
+      }),
+      Effect.withClock(Clock.make())
+    )
   )
   try {
     if (Exit.isFailure(exit)) {
@@ -141,7 +151,7 @@ export const runEngineSchedule = async (
         stats: {}
       }
     }
-    const { branch, sends, now, rounds } = exit.value
+    const { branch, sends, now, rounds, userCancelled } = exit.value
     const { intents, runs } = readDb(filename)
     const violations: Array<string> = []
     const short = (id: string) => id.slice(-10)
@@ -204,7 +214,9 @@ export const runEngineSchedule = async (
       // A direct user cancel is quiet; so is an agent cancel outside a workflow turn: the model
       // made the call and read its reply in the same turn.
       // Runs the user started with `/workflow start` get their terminal turn too.
-      const quiet = run.state === "cancelled" && (run.cancel_requested === "user" || run.abort_cause === null)
+      const quiet =
+        run.state === "cancelled" &&
+        (run.cancel_requested === "user" || run.abort_cause === null || userCancelled.has(run.run_id))
       if (successors.length > 1)
         violations.push(`run ${short(run.run_id)} (${run.state}): ${successors.length} terminal messages`)
       else if (TERMINAL.has(run.state) && !quiet && successors.length === 0) {

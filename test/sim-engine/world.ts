@@ -9,7 +9,7 @@
  * A crash is a SIGKILL: from that instant the process's store calls and sends do nothing (its
  * finalizers cannot write), and the messages Pi had not written yet die with it.
  */
-import { Context, Effect, Exit, type Fiber, Layer, Scope } from "effect"
+import { Context, Effect, Exit, type Fiber, Layer, Option, Scope } from "effect"
 import { afterSettle, classifySettle, onSessionStart, onShutdown } from "../../src/app/session-hooks.ts"
 import * as Maintenance from "../../src/app/maintenance.ts"
 import * as SyncOnEligible from "../../src/app/sync-on-eligible.ts"
@@ -19,6 +19,7 @@ import { runTool } from "../../src/app/tool-actions.ts"
 import * as CoordinatorLive from "../../src/delivery/coordinator-live.ts"
 import * as CrashPoints from "../../src/delivery/crash-points.ts"
 import { StoreFailure } from "../../src/domain/errors.ts"
+import { Engine } from "../../src/engine/engine.ts"
 import * as EngineLive from "../../src/engine/engine-live.ts"
 import { layerFromDefinitions } from "../../src/engine/registry.ts"
 import { AbortBookkeeping, make as makeBookkeeping } from "../../src/interruption/abort-bookkeeping.ts"
@@ -175,6 +176,7 @@ export const makeWorld = (filename: string, clock: SimClock, mutation: Mutation 
     const procs: [Process | null, Process | null] = [null, null]
     const generations: [number, number] = [0, 0]
     const sends: Array<SendLog> = []
+    const userCancelled = new Set<string>()
     const problems: Array<string> = []
     let step = -1
     let held = false
@@ -382,7 +384,22 @@ export const makeWorld = (filename: string, clock: SimClock, mutation: Mutation 
           case "UserResume": {
             if (proc === null) return
             const input = s._tag === "UserCancel" ? { _tag: "cancel" as const } : { _tag: "resume" as const }
-            const release = provide(proc, runCommand({ ...input, runId: undefined })).pipe(
+            // The run a direct cancel stops owes the model nothing: remember which one it was.
+            const target = provide(
+              proc,
+              Effect.flatMap(Engine, (engine) => engine.active(SESSION))
+            ).pipe(
+              Effect.tap((active) =>
+                Effect.sync(() => {
+                  if (s._tag === "UserCancel" && Option.isSome(active)) userCancelled.add(active.value.runId)
+                })
+              ),
+              Effect.ignore
+            )
+            const release = Effect.zipRight(
+              target,
+              provide(proc, runCommand({ ...input, runId: undefined }))
+            ).pipe(
               Effect.tap((reply) =>
                 reply.releaseHold
                   ? Effect.zipRight(
@@ -433,7 +450,12 @@ export const makeWorld = (filename: string, clock: SimClock, mutation: Mutation 
           case "Shutdown": {
             yield* fake.setShuttingDown(true)
             for (const p of live()) {
-              yield* Effect.exit(Effect.timeoutOption(provide(p, onShutdown), "5 seconds"))
+              // Time passes while Pi runs its shutdown handler (store retries wait on the clock);
+              // after 5 s the process ends whatever the handler is doing.
+              const handler = yield* Effect.forkIn(Effect.exit(provide(p, onShutdown)), p.scope)
+              for (let waited = 0; waited < 5_000 && handler.unsafePoll() === null; waited += 250) {
+                yield* clock.advance(250)
+              }
               yield* kill(p.slot)
             }
             return
@@ -451,6 +473,7 @@ export const makeWorld = (filename: string, clock: SimClock, mutation: Mutation 
       fake,
       lifecycle: fakeSession.lifecycle,
       sends,
+      userCancelled,
       problems,
       live,
       startProc,
