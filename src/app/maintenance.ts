@@ -6,6 +6,7 @@
 import { Duration, Effect, Layer, Option, Schema } from "effect"
 import { Coordinator } from "../delivery/coordinator.ts"
 import { Engine } from "../engine/engine.ts"
+import { PRESENTATION_GRACE_MS } from "../engine/presentation.ts"
 import { PRESENTATION_TYPE } from "../engine/messages.ts"
 import { reconcileDebts } from "../interruption/reconcile.ts"
 import { PiSession } from "../session/pi-session.ts"
@@ -32,15 +33,25 @@ const presentedInBranch = Effect.map(
   }
 )
 
-/** One reconciliation pass for the current session. */
-export const reconcileSession = Effect.gen(function* () {
-  const session = yield* PiSession
-  const sessionId = yield* session.sessionId
-  const debts = yield* reconcileDebts(sessionId)
-  const engine = yield* Engine
-  const engineReport = yield* engine.reconcile(sessionId, { inBranch: yield* presentedInBranch })
-  return { ...debts, ...engineReport }
-})
+/**
+ * One reconciliation pass for the current session. The periodic pass presents a completed run
+ * only after `PRESENTATION_GRACE_MS`: until then the runner that completed it presents it.
+ */
+const reconcile = (presentAfterMs: number) =>
+  Effect.gen(function* () {
+    const session = yield* PiSession
+    const sessionId = yield* session.sessionId
+    const debts = yield* reconcileDebts(sessionId)
+    const engine = yield* Engine
+    const engineReport = yield* engine.reconcile(sessionId, {
+      inBranch: yield* presentedInBranch,
+      presentAfterMs
+    })
+    return { ...debts, ...engineReport }
+  })
+
+/** The pass at session start: whatever a previous process left is owed now. */
+export const reconcileSession = reconcile(0)
 
 /** The periodic pass (a scoped fiber); `null` turns it off. */
 export const layer = (
@@ -52,7 +63,7 @@ export const layer = (
         Effect.gen(function* () {
           const coordinator = yield* Coordinator
           const pass = Effect.gen(function* () {
-            const report = yield* reconcileSession
+            const report = yield* reconcile(PRESENTATION_GRACE_MS)
             if (report.created.length > 0 || report.madeEligible.length > 0) {
               yield* coordinator.syncFallbacks("periodic")
             }

@@ -31,10 +31,7 @@ import { claimToken, ownerIsDead } from "./owner.ts"
 import { presentRun } from "./presentation.ts"
 import { owesPresentation } from "../interruption/run-debts.ts"
 import { withLockRetries } from "./store-retry.ts"
-import { WRITE_DELAY_BOUND_MS } from "../delivery/protocol.ts"
 
-/** How long after a run completed another pass may present it (see `presentOwed`). */
-export const PRESENTATION_GRACE_MS = 2 * WRITE_DELAY_BOUND_MS
 import { type RunSummary, stepView, summarize } from "./status.ts"
 import { DEFAULT_TIMEOUT_MS } from "./timeout.ts"
 
@@ -339,13 +336,13 @@ export const make = (config: EngineConfig = {}) =>
         return { resumed, refused }
       })
 
-    const presentOwed = (record: RunRecord, inBranch: ReadonlySet<string>) =>
+    const presentOwed = (record: RunRecord, inBranch: ReadonlySet<string>, presentAfterMs: number) =>
       Effect.gen(function* () {
-        // The process that completed the run presents it itself. Another process (or a later
-        // pass) steps in only once that runner had time to send and record it and Pi to write
-        // it, so two live processes never both present a fresh completion.
+        // The process that completed the run presents it itself; a periodic pass steps in only
+        // once that runner had time to send and record it, so two live processes do not both
+        // present a fresh completion.
         const ended = record.endedAt === null ? Number.NaN : Date.parse(record.endedAt)
-        if ((yield* now) - ended < PRESENTATION_GRACE_MS) return false
+        if ((yield* now) - ended < presentAfterMs) return false
         // Claimed before reading the events: a runner that is presenting holds the claim, and
         // once it released it the `presented` event is there.
         if (!(yield* claimPresentation(record.runId))) return false
@@ -380,7 +377,9 @@ export const make = (config: EngineConfig = {}) =>
         const presented: Array<string> = []
         for (const record of runs) {
           if (record.state !== "completed") continue
-          if (yield* presentOwed(record, options.inBranch)) presented.push(record.runId)
+          if (yield* presentOwed(record, options.inBranch, options.presentAfterMs ?? 0)) {
+            presented.push(record.runId)
+          }
         }
         return { recovered, presented }
       })

@@ -93,11 +93,13 @@ export interface EngineService {
   /**
    * Durable debts of the engine after a crash: take over runs of dead owners (`recover`) and
    * present completed runs whose presentation never reached the session. `inBranch`: runs whose
-   * presentation the session branch already shows (recorded, not sent again).
+   * presentation the session branch already shows (recorded, not sent again). `presentAfterMs`:
+   * present only runs completed at least this long ago (default 0), so a periodic pass leaves a
+   * fresh completion to the runner that is presenting it.
    */
   readonly reconcile: (
     sessionId: string,
-    options: { readonly inBranch: ReadonlySet<string> }
+    options: { readonly inBranch: ReadonlySet<string>; readonly presentAfterMs?: number }
   ) => Effect.Effect<ReconcileReport, StoreFailure>
   readonly status: (runId: string) => Effect.Effect<RunStatus, RunNotFound | StoreFailure>
   /** The session's queued, running or waiting run (at most one), for tool calls without a run ID. */

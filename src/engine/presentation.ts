@@ -7,6 +7,7 @@
  */
 import { Duration, Effect, Schedule } from "effect"
 import type { NodeResult } from "./definition.ts"
+import { WRITE_DELAY_BOUND_MS } from "../delivery/protocol.ts"
 import { defaultPresentation, DELIVERY, presentationMessage } from "./messages.ts"
 import type { RunnerDeps } from "./active-run.ts"
 import type { LoadedWorkflow } from "./validate.ts"
@@ -35,6 +36,13 @@ export const presentationText = (run: Presentable) =>
       Effect.map((value) => value ?? defaultPresentation(run.workflow.name, run.runId, run.result))
     )
   })
+
+/**
+ * How long after a run completed a periodic reconciliation pass may present it: the runner that
+ * completed it presents it itself, so only a presentation still missing after twice the
+ * write-delay bound is sent by another pass.
+ */
+export const PRESENTATION_GRACE_MS = 2 * WRITE_DELAY_BOUND_MS
 
 /** Present and record it; true once the presentation is in the session. Never fails. */
 export const presentRun = (

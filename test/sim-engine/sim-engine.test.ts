@@ -6,10 +6,19 @@
 import { describe, expect, it } from "vitest"
 import { runEngineSeed } from "./runner.ts"
 
-const QUICK_SEEDS = Array.from({ length: 60 }, (_, i) => i + 1)
+/**
+ * Known gap (docs/reliability.md, "Two live processes on one session"): a completed run with no
+ * turn intent can be presented by both processes when one presents it while the other's session
+ * start (or periodic pass, after the grace) sees it unrecorded. Pinned below: when the gap is
+ * closed these seeds come clean and the pin fails.
+ */
+const KNOWN_GAP_SEEDS = [57]
+const QUICK_SEEDS = Array.from({ length: 60 }, (_, i) => i + 1).filter(
+  (seed) => !KNOWN_GAP_SEEDS.includes(seed)
+)
 
 describe("engine simulation", () => {
-  it("60 seeded schedules (two processes, faults on both stores, crashes, shutdowns): no violation", async () => {
+  it("59 seeded schedules (two processes, faults on both stores, crashes, shutdowns): no violation", async () => {
     const failures: Array<string> = []
     for (const seed of QUICK_SEEDS) {
       const result = await runEngineSeed(seed)
@@ -17,6 +26,13 @@ describe("engine simulation", () => {
     }
     expect(failures).toEqual([])
   }, 120_000)
+
+  it("pin: the known gap still shows as a second presentation of one completed run", async () => {
+    for (const seed of KNOWN_GAP_SEEDS) {
+      const result = await runEngineSeed(seed)
+      expect(result.violations).toEqual([expect.stringMatching(/\(completed\): 2 terminal messages$/)])
+    }
+  })
 
   it("the checker catches a world that sends every resolving message twice, or drops fallbacks", async () => {
     const caught = { doubleSend: 0, dropFallback: 0 }
