@@ -10,9 +10,11 @@ import { Clock, Console, Data, Effect, Layer, Option } from "effect"
 import { resolveDbPath } from "../extension/db-path.ts"
 import { Database, legacyLaunchFailures } from "../store/database.ts"
 import { RunState, RunStore } from "../store/run-store.ts"
+import * as LaunchStoreSqlite from "../store/launch-store-sqlite.ts"
 import * as RunStoreSqlite from "../store/run-store-sqlite.ts"
 import { MAX_LIST_LIMIT, TurnIntentStore } from "../store/turn-intent-store.ts"
 import * as TurnIntentStoreSqlite from "../store/turn-intent-store-sqlite.ts"
+import { chainStatus } from "../terminal/launches.ts"
 import { diagnose, healthy } from "./doctor.ts"
 import { paint, type Style, wantsColour } from "./format.ts"
 import { intentsTable, runJson, runsTable, showIntent, showRun, stepJson } from "./views.ts"
@@ -76,7 +78,7 @@ export const databasePath = (db: Option.Option<string>) =>
   })
 
 const storesAt = (path: string) =>
-  Layer.merge(TurnIntentStoreSqlite.layer, RunStoreSqlite.layer).pipe(
+  Layer.mergeAll(TurnIntentStoreSqlite.layer, RunStoreSqlite.layer, LaunchStoreSqlite.layer).pipe(
     Layer.provideMerge(Database.layer({ filename: path, readonly: true, busyTimeoutMs: BUSY_TIMEOUT_MS }))
   )
 
@@ -200,10 +202,18 @@ const show = Command.make(
         }
         const steps = yield* runStore.steps(args.id)
         const raised = yield* intentStore.list({ runId: args.id, limit: MAX_LIST_LIMIT })
+        // The restart chain (lineage and the terminal turn's launch); a file from before the
+        // launch table has none.
+        const chain = yield* chainStatus(args.id).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
         if (args.json) {
-          return yield* printJson({ run: runJson(run.value), steps: steps.map(stepJson), intents: raised })
+          return yield* printJson({
+            run: runJson(run.value),
+            steps: steps.map(stepJson),
+            intents: raised,
+            restartChain: chain
+          })
         }
-        yield* Console.log(showRun(yield* style, run.value, steps, raised))
+        yield* Console.log(showRun(yield* style, run.value, steps, raised, chain))
       })
     )
 ).pipe(Command.withDescription("one turn intent (its life) or run (its steps and intents) in full"))

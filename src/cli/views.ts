@@ -154,7 +154,8 @@ export const showRun = (
   style: Style,
   run: RunRecord,
   steps: ReadonlyArray<StepRecord>,
-  intents: ReadonlyArray<TurnIntent>
+  intents: ReadonlyArray<TurnIntent>,
+  chain: ReadonlyArray<string> = []
 ): string => {
   const took = span(run.startedAt, run.endedAt)
   const entries: Array<readonly [string, string, Tone?]> = [
@@ -190,7 +191,8 @@ export const showRun = (
   const sections = [
     fields(style, entries),
     `${paint(style, "dim", "steps")}\n${stepsTable(style, steps)}`,
-    `${paint(style, "dim", "turn intents")}\n${intents.length === 0 ? "none" : intentsTable(style, intents)}`
+    `${paint(style, "dim", "turn intents")}\n${intents.length === 0 ? "none" : intentsTable(style, intents)}`,
+    `${paint(style, "dim", "restart chain")}\n${chain.length === 0 ? "none" : chain.join("\n")}`
   ]
   return sections.join("\n\n")
 }

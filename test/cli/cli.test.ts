@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { layerStores } from "../../src/app/layers.ts"
 import { RunStore, type NewRun } from "../../src/store/run-store.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
+import { LaunchStore } from "../../src/terminal/launch-store.ts"
 import { sampleFacts, sampleIntent } from "../support/fixtures.ts"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
@@ -66,6 +67,47 @@ const withStores = <A, E>(filename: string, program: Effect.Effect<A, E, TurnInt
   Effect.scoped(
     Effect.flatMap(Layer.build(layerStores({ filename })), (context) =>
       Effect.provide(program, Context.pick(TurnIntentStore, RunStore)(context))
+    )
+  )
+
+/** A failed run restarted once: the launch row carries the lineage the CLI shows. */
+const seedChain = (filename: string) =>
+  Effect.scoped(
+    Effect.flatMap(Layer.build(layerStores({ filename })), (context) =>
+      Effect.gen(function* () {
+        const runs = Context.get(context, RunStore)
+        const launches = Context.get(context, LaunchStore)
+        yield* runs.reserve(newRun("run-first", "session-c"))
+        yield* runs.claim({ runId: "run-first", token: "t1", leaseMs: 60_000, mode: "activate" })
+        yield* runs.settle(
+          { runId: "run-first", token: "t1" },
+          {
+            next: {
+              _tag: "End",
+              state: "failed",
+              error: { message: "boom", nodeId: "hello", original: null }
+            }
+          }
+        )
+        const fingerprint = "f".repeat(64)
+        yield* launches.reserve(
+          {
+            kind: "restart",
+            lineage: {
+              rootRunId: "run-first",
+              parentRunId: "run-first",
+              restartNumber: 1,
+              parentFingerprint: fingerprint,
+              earlier: [
+                { runId: "run-first", state: "failed", reasonKind: "failed", fingerprint, summary: "boom" }
+              ]
+            },
+            terminal: null,
+            toolCallId: null
+          },
+          Effect.as(runs.reserve(newRun("run-second", "session-c")), { runId: "run-second" })
+        )
+      })
     )
   )
 
@@ -215,6 +257,18 @@ describe("pi-workflow-turns (the bin)", () => {
     expect(missing.code).toBe(1)
     expectOneLine(missing)
     expect(missing.stderr).toContain("no turn intent or run with ID no-such-id")
+  })
+
+  it("show: a run's restart chain, from the parent and from the restart", async () => {
+    const chainDb = join(dir, "chain.db")
+    await Effect.runPromise(seedChain(chainDb))
+    const parent = await cli(["show", "run-first", "--db", chainDb])
+    expect(parent.code).toBe(0)
+    expect(parent.stdout).toMatch(/restart chain\nrestarted as run run-second/)
+    const restart = await cli(["show", "run-second", "--db", chainDb])
+    expect(restart.stdout).toContain("launched by restart · restart 1/3 of chain root run-first")
+    const json = JSON.parse((await cli(["show", "run-second", "--db", chainDb, "--json"])).stdout)
+    expect(json.restartChain).toHaveLength(1)
   })
 
   it("doctor: exit 0 on a healthy database, and reading changes nothing", async () => {
