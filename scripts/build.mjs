@@ -123,7 +123,7 @@ const ownSourcesOnly = (mapFile) => {
 }
 
 const buildExtension = async () => {
-  for (const stale of ["chunks", "extension.js", "extension.js.map"]) {
+  for (const stale of ["chunks", "extension.js", "extension.js.map", "cli.js", "cli.js.map"]) {
     rmSync(join(outdir, stale), { recursive: true, force: true })
   }
   // The entry (tool schema, command, renderer) is small; the session application it imports on
@@ -138,13 +138,19 @@ const buildExtension = async () => {
     logLevel: "warning",
     metafile: true,
     // Bundled CommonJS dependencies may call require(); give the ESM bundle one.
+    // The hashbang makes `cli.js` executable (Node accepts it at the top of any module).
     banner: {
-      js: "import { createRequire as __pwtRequire } from 'node:module'; const require = __pwtRequire(import.meta.url);"
+      js: "#!/usr/bin/env node\nimport { createRequire as __pwtRequire } from 'node:module'; const require = __pwtRequire(import.meta.url);"
     },
-    entryPoints: { extension: "src/extension/index.ts" },
+    // The operator CLI (package.json `bin`, docs/cli.md) is built with the extension, so both
+    // share one copy of Effect in the chunks (a global install gets dependencies, not peers).
+    entryPoints: { extension: "src/extension/index.ts", cli: "src/cli/bin.ts" },
     outdir,
     splitting: true,
     chunkNames: "chunks/[name]-[hash]",
+    // Minified (the linked source map restores names in stack traces): the session chunk bundles
+    // Effect, and the tarball stays under 1 MB.
+    minify: true,
     external: ["better-sqlite3", "@earendil-works/pi-coding-agent", "@earendil-works/pi-tui"]
   })
   for (const file of Object.keys(result.metafile.outputs)) {
@@ -169,27 +175,6 @@ const buildLibrary = () => {
   }
 }
 
-// The operator CLI (package.json `bin`, docs/cli.md): one self-contained file that plain `node`
-// runs, like the extension (a global install gets the dependencies, not the peers).
-const buildCli = async () => {
-  rmSync(join(outdir, "cli.js"), { force: true })
-  await build({
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node22",
-    legalComments: "none",
-    logLevel: "warning",
-    banner: {
-      js: "#!/usr/bin/env node\nimport { createRequire as __pwtRequire } from 'node:module'; const require = __pwtRequire(import.meta.url);"
-    },
-    entryPoints: { cli: "src/cli/bin.ts" },
-    outdir,
-    external: ["better-sqlite3"]
-  })
-}
-
 if (only === undefined) rmSync(outdir, { recursive: true, force: true })
 if (only !== "lib") await buildExtension()
-if (only !== "extension") buildLibrary()
-if (only === undefined || only === "cli") await buildCli()
+if (only !== "extension" && only !== "cli") buildLibrary()

@@ -3,7 +3,8 @@
  * `launch-schema.ts`). `reserve` runs in one BEGIN IMMEDIATE transaction; the caller's run
  * creation joins it as a savepoint, so the run and its launch row commit together or not at all.
  */
-import { SqlClient, type SqlError } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type * as SqlError from "@effect/sql/SqlError"
 import { Clock, Effect, Either, Layer, Option, type ParseResult, Schema } from "effect"
 import { StoreFailure } from "../domain/errors.ts"
 import { LaunchAlreadyReserved, RestartRefused } from "../terminal/errors.ts"

@@ -3,7 +3,7 @@
  * needs no explicit transaction; callers that must write a notification together with another
  * change (a run's end and its `final`) wrap both in `Database.immediate`.
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect, Either, Layer, Option, type ParseResult, Schema } from "effect"
 import { InvalidInput } from "../domain/errors.ts"
 import { Database, type DatabaseOptions, type OpenError, storeFailure } from "./database.ts"
