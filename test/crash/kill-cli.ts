@@ -4,6 +4,7 @@
  * Runs N random-moment kill trials in real Pi (seeds S…S+N-1, scenarios in turn unless one is
  * named), prints one line per trial and a table of verdicts, and exits 1 when any trial is not ok.
  */
+import { cliFlags } from "../support/cli-flags.ts"
 import {
   formatTrial,
   KILL_SCENARIOS,
@@ -12,21 +13,7 @@ import {
   runKillTrial
 } from "./random-kill.ts"
 
-const args = process.argv.slice(2)
-const flag = (name: string): string | undefined => {
-  const index = args.indexOf(`--${name}`)
-  return index < 0 ? undefined : args[index + 1]
-}
-const count = (name: string, fallback: number): number => {
-  const raw = flag(name)
-  if (raw === undefined) return fallback
-  const value = Number(raw)
-  if (!Number.isSafeInteger(value) || value < 0) {
-    process.stderr.write(`--${name} must be a non-negative integer, got ${raw}\n`)
-    process.exit(2)
-  }
-  return value
-}
+const { flag, count } = cliFlags()
 const named = flag("scenario")
 if (named !== undefined && !KILL_SCENARIOS.includes(named as KillScenario)) {
   process.stderr.write(`--scenario must be one of ${KILL_SCENARIOS.join(", ")}, got ${named}\n`)

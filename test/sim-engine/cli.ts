@@ -7,22 +7,9 @@
  * violation.
  */
 import { runEngineSeed } from "./runner.ts"
+import { cliFlags } from "../support/cli-flags.ts"
 
-const args = process.argv.slice(2)
-const flag = (name: string): string | undefined => {
-  const index = args.indexOf(`--${name}`)
-  return index < 0 ? undefined : args[index + 1]
-}
-const count = (name: string, fallback: number): number => {
-  const raw = flag(name)
-  if (raw === undefined) return fallback
-  const value = Number(raw)
-  if (!Number.isSafeInteger(value) || value < 0) {
-    process.stderr.write(`--${name} must be a non-negative integer, got ${raw}\n`)
-    process.exit(2)
-  }
-  return value
-}
+const { args, flag, count } = cliFlags()
 
 const single = flag("seed")
 if (single !== undefined) {

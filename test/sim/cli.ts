@@ -12,22 +12,9 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { formatFailure, openSimDatabase, runBatch, runSchedule } from "./runner.ts"
 import { generate, type GenerateOptions } from "./schedule.ts"
+import { cliFlags } from "../support/cli-flags.ts"
 
-const args = process.argv.slice(2)
-const flag = (name: string): string | undefined => {
-  const index = args.indexOf(`--${name}`)
-  return index < 0 ? undefined : args[index + 1]
-}
-const number = (name: string, fallback: number): number => {
-  const raw = flag(name)
-  if (raw === undefined) return fallback
-  const value = Number(raw)
-  if (!Number.isSafeInteger(value) || value < 0) {
-    process.stderr.write(`--${name} must be a non-negative integer, got ${raw}\n`)
-    process.exit(2)
-  }
-  return value
-}
+const { args, flag, count: number } = cliFlags()
 
 const verbose = args.includes("--verbose")
 const strict = args.includes("--strict")
