@@ -40,15 +40,17 @@ vi.mock("../../src/extension/session-app.ts", () => ({
 
 type Handler = (event: unknown, ctx: ExtensionContext) => unknown
 
+type Execute = (
+  id: string,
+  params: unknown,
+  signal: undefined,
+  onUpdate: undefined,
+  ctx: ExtensionContext
+) => unknown
+
 interface Registered {
   readonly handlers: Map<string, Handler>
-  tool?: (
-    id: string,
-    params: unknown,
-    signal: undefined,
-    onUpdate: undefined,
-    ctx: ExtensionContext
-  ) => unknown
+  tool: Execute | undefined
 }
 
 const load = async (): Promise<Registered> => {
