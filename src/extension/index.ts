@@ -7,7 +7,8 @@
  * it, since the application opens once and every handler goes through it.
  */
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent"
-import { withoutNotifications } from "./context-filter.ts"
+import { withoutHidden } from "./context-filter.ts"
+import { crashBeforeSuccessorRequest } from "./crash-before-request.ts"
 import { registerDeferredTurnRenderer } from "./renderer.ts"
 import type { SessionApp } from "./session-app.ts"
 import { toolParameters } from "./tool-parameters.ts"
@@ -57,9 +58,11 @@ export default function piWorkflowTurns(pi: ExtensionAPI): void {
     })
   })
 
-  // Notifications are for the user only: no model request ever includes them.
+  // Notifications are for the user only and turn triggers only start a turn: no model request
+  // ever includes them.
   pi.on("context", (event) => {
-    const messages = withoutNotifications(event.messages)
+    const messages = withoutHidden(event.messages)
+    crashBeforeSuccessorRequest(messages ?? event.messages)
     return messages === undefined ? undefined : { messages }
   })
 
