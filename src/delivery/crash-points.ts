@@ -8,7 +8,7 @@
  * `PI_WORKFLOW_TURNS_CRASH_AT=afterClaim|afterSend|afterResolve` is for tests only
  * (docs/reliability.md): the process kills itself the first time it reaches that point. The
  * fourth value, `beforeSuccessorRequest`, is reached in Pi's `context` event instead
- * (`extension/crash-before-request.ts`).
+ * (`extension/successor-request.ts`).
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { CRASH_AT_ENV } from "./crash-env.ts"

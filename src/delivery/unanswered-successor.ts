@@ -6,13 +6,15 @@
  * trigger message that every model request drops (`context-filter.ts`): the model answers the
  * original message and no second copy of it exists. Pure: the caller reads the branch.
  *
- * Never twice: a trigger already in the branch after the message means it was sent; a model
- * reply, a user message or any other conversation after it means the message was answered or
- * overtaken.
+ * Never twice: a trigger already in the branch after the message means it was sent; the
+ * extension's record that the model request for it was sent (even when Pi died before the reply
+ * was written), a model reply, a user message or any other conversation after it means the
+ * message was answered or overtaken.
  */
 import {
   DEFERRED_TURN_TYPE,
   NOTIFICATION_TYPE,
+  SUCCESSOR_REQUESTED_TYPE,
   TURN_TRIGGER_SCHEMA,
   TURN_TRIGGER_TYPE
 } from "../domain/message-types.ts"
@@ -28,12 +30,17 @@ export type TailEntry =
     }
   /** A conversation message (user, assistant, tool result, …). */
   | { readonly _tag: "Message"; readonly role: string }
-  /** Not part of the model's context (model or label changes, extension state, …). */
+  /** Extension state (`custom` entries): never in the model's context. */
+  | { readonly _tag: "State"; readonly customType: string }
+  /** Not part of the model's context (model or label changes, …). */
   | { readonly _tag: "Other" }
 
 export type TriggerDecision =
   | { readonly _tag: "Trigger"; readonly entryId: string }
-  | { readonly _tag: "None"; readonly why: "answered" | "alreadyTriggered" | "notOurs" | "empty" }
+  | {
+      readonly _tag: "None"
+      readonly why: "answered" | "requested" | "alreadyTriggered" | "notOurs" | "empty"
+    }
 
 const hasTurnIntent = (details: unknown): boolean =>
   typeof details === "object" &&
@@ -54,6 +61,10 @@ export const unansweredSuccessor = (branch: ReadonlyArray<TailEntry>): TriggerDe
   for (let i = branch.length - 1; i >= 0; i--) {
     const entry = branch[i]
     if (entry === undefined || entry._tag === "Other") continue
+    if (entry._tag === "State") {
+      if (entry.customType === SUCCESSOR_REQUESTED_TYPE) return { _tag: "None", why: "requested" }
+      continue
+    }
     if (entry._tag === "Message") return { _tag: "None", why: "answered" }
     // Display-only notifications never reach the model: they neither answer nor need answering.
     if (entry.customType === NOTIFICATION_TYPE) continue

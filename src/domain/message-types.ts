@@ -20,3 +20,11 @@ export const NOTIFICATION_TYPE = "pi-workflows-notification"
  */
 export const TURN_TRIGGER_TYPE = "pi-workflows-turn-trigger"
 export const TURN_TRIGGER_SCHEMA = "pi-workflows.turn-trigger.v1"
+
+/**
+ * A session entry (extension state, never in the model's context) that the extension writes
+ * right before the model request whose newest message is a terminal successor: once it is in the
+ * branch, that successor has had its model request and is never triggered again, even when Pi
+ * died before the reply was written.
+ */
+export const SUCCESSOR_REQUESTED_TYPE = "pi-workflows-successor-requested"

@@ -8,7 +8,7 @@
  */
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent"
 import { withoutHidden } from "./context-filter.ts"
-import { crashBeforeSuccessorRequest } from "./crash-before-request.ts"
+import { beforeModelRequest } from "./successor-request.ts"
 import { registerDeferredTurnRenderer } from "./renderer.ts"
 import type { SessionApp } from "./session-app.ts"
 import { toolParameters } from "./tool-parameters.ts"
@@ -62,7 +62,7 @@ export default function piWorkflowTurns(pi: ExtensionAPI): void {
   // ever includes them.
   pi.on("context", (event) => {
     const messages = withoutHidden(event.messages)
-    crashBeforeSuccessorRequest(messages ?? event.messages)
+    beforeModelRequest(messages ?? event.messages, (customType, data) => pi.appendEntry(customType, data))
     return messages === undefined ? undefined : { messages }
   })
 

@@ -13,6 +13,8 @@ const tailEntry = (entry: BranchEntry): TailEntry => {
   switch (entry.type) {
     case "custom_message":
       return { _tag: "Custom", entryId: entry.id, customType: entry.customType, details: entry.details }
+    case "custom":
+      return { _tag: "State", customType: entry.customType }
     case "message":
       return { _tag: "Message", role: entry.message.role }
     // Summaries replace conversation in the model's context: treat them as conversation.

@@ -29,6 +29,13 @@ describe("unansweredSuccessor", () => {
       entryId: "p"
     })
   })
+  it("never twice: the model request for it was recorded as sent (the reply may have died with Pi)", () => {
+    const requested: TailEntry = { _tag: "State", customType: "pi-workflows-successor-requested" }
+    const state: TailEntry = { _tag: "State", customType: "someone-elses-state" }
+    expect(unansweredSuccessor([fallback("f"), requested])).toEqual({ _tag: "None", why: "requested" })
+    expect(unansweredSuccessor([presentation("p"), requested, notification])._tag).toBe("None")
+    expect(unansweredSuccessor([fallback("f"), state])).toEqual({ _tag: "Trigger", entryId: "f" })
+  })
   it("never twice: a trigger already after the message", () => {
     expect(unansweredSuccessor([fallback("f"), trigger])).toEqual({ _tag: "None", why: "alreadyTriggered" })
     expect(unansweredSuccessor([fallback("f"), trigger, notification, other])._tag).toBe("None")
