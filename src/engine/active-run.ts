@@ -32,6 +32,11 @@ export interface VisitState {
   readonly delivered: boolean
   /** The resolved limit (undefined until resolved). */
   readonly timeoutMs: number | null | undefined
+  /**
+   * When the limit started counting (epoch ms): set when this visit continues one a dead or
+   * expired owner left in flight (`step-deadline.ts`); null means it counts from this visit.
+   */
+  readonly deadlineFrom: number | null
 }
 
 export interface RunMemory {

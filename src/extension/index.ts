@@ -12,7 +12,8 @@
  * early tool call or command just waits for it.
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
-import { withoutNotifications } from "./context-filter.ts"
+import { withoutHidden } from "./context-filter.ts"
+import { beforeModelRequest } from "./successor-request.ts"
 import { registerDeferredTurnRenderer } from "./renderer.ts"
 import type { SessionApp } from "./session-app.ts"
 import { toolParameters } from "./tool-parameters.ts"
@@ -97,9 +98,11 @@ export default function piWorkflowTurns(pi: ExtensionAPI): void {
     })
   })
 
-  // Notifications are for the user only: no model request ever includes them.
+  // Notifications are for the user only and turn triggers only start a turn: no model request
+  // ever includes them.
   pi.on("context", (event) => {
-    const messages = withoutNotifications(event.messages)
+    const messages = withoutHidden(event.messages)
+    beforeModelRequest(messages ?? event.messages, (customType, data) => pi.appendEntry(customType, data))
     return messages === undefined ? undefined : { messages }
   })
 
