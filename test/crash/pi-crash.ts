@@ -109,7 +109,9 @@ const until = async (pi: PiRpc, check: () => boolean, timeoutMs: number): Promis
 
 export const runTrial = async (
   trial: Trial,
-  crashAt: CrashPoint | typeof BEFORE_SUCCESSOR_REQUEST
+  crashAt: CrashPoint | typeof BEFORE_SUCCESSOR_REQUEST,
+  /** Further restarts (each after the previous Pi went quiet and was killed). */
+  options: { readonly extraRestarts?: number } = {}
 ): Promise<TrialOutcome> => {
   const started = performance.now()
   const mock: MockOpenAI = await startMockOpenAI({ script: [...trial.before, ...trial.after] })
@@ -136,12 +138,18 @@ export const runTrial = async (
     if (first.exited === undefined) await first.kill()
     expireClaims(dbPath)
 
-    const second = await first.restart({ env })
+    let second = await first.restart({ env })
     processes.push(second)
     // Owed deliveries happen at session start (and in recovered runs): wait for them, then quiet.
     const owed = () => readIntents(dbPath).every((i) => i.resolved_at !== null || i.eligible_at === null)
     await until(second, owed, 8_000)
     await second.waitForQuiet({ quietMs: 400, timeoutMs: 15_000, requireSettle: false })
+    for (let i = 0; i < (options.extraRestarts ?? 0); i++) {
+      await second.kill()
+      second = await second.restart({ env })
+      processes.push(second)
+      await second.waitForQuiet({ quietMs: 400, timeoutMs: 15_000, requireSettle: false })
+    }
     const file = second.sessionFile ?? ""
     const messages = customMessages(file)
     const messagesPerIntent: Record<string, number> = {}

@@ -44,4 +44,13 @@ describe("a successor written but never answered (real Pi)", () => {
     expect(outcome.messageTypes.filter((t) => t === "pi-workflows-turn-trigger")).toHaveLength(1)
     expect(outcome.requests).toBe(4) // start, "queued", cancel, the one fallback turn (after the restart)
   }, 60_000)
+
+  it("a later restart (after the triggered turn) starts no second turn for it", async () => {
+    const outcome = await runTrial(selfCancel, BEFORE_SUCCESSOR_REQUEST, { extraRestarts: 1 })
+    expect(outcome.signal).toBe("SIGKILL")
+    expect(Object.values(outcome.messagesPerIntent)).toEqual([1])
+    expect(Object.values(outcome.answersPerIntent)).toEqual([1])
+    expect(outcome.messageTypes.filter((t) => t === "pi-workflows-turn-trigger")).toHaveLength(1)
+    expect(outcome.requests).toBe(4)
+  }, 90_000)
 })

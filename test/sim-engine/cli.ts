@@ -72,8 +72,8 @@ if (single !== undefined) {
   )
   console.log(`totals: ${JSON.stringify(totals)}`)
   console.log(
-    `summary: schedules ${done}, violations ${failing.length} schedules ` +
-      `(${VIOLATION_KINDS.map((k) => `${k} ${kinds[k] ?? 0}`).join(", ")}), unanswered n/a (fake model), ` +
+    `summary: schedules ${done}, violations ${failing.length} (schedules with any; by kind: ` +
+      `${VIOLATION_KINDS.map((k) => `${k} ${kinds[k] ?? 0}`).join(", ")}), unanswered n/a (fake model), ` +
       "recovery n/a (simulated time)"
   )
   if (failing.length > 0 || done < runs) process.exitCode = 1
