@@ -20,13 +20,8 @@ import {
 import { validateFactsJson } from "../domain/facts.ts"
 import { intentId as deriveIntentId, invalidId } from "../domain/identity.ts"
 import { IMMUTABLE_FIELDS, type TurnIntent } from "../domain/turn-intent.ts"
-import {
-  Database,
-  type DatabaseOptions,
-  type OpenError,
-  type PreparedStatement,
-  storeFailure
-} from "./database.ts"
+import { Database, type DatabaseOptions, type OpenError, type PreparedStatement } from "./database.ts"
+import { asStoreFailure, storeFailure } from "./store-errors.ts"
 import { CAUSES, RESOLUTIONS, toIntents } from "./turn-intent-rows.ts"
 import { listSql, SQL } from "./turn-intent-sql.ts"
 import {
@@ -220,7 +215,7 @@ export const make = Effect.gen(function* () {
       () =>
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
           statement.probeEligible.all([input.targetSessionId, now, input.token]).pipe(
-            Effect.mapError(storeFailure("claimEligibleForSession")),
+            asStoreFailure("claimEligibleForSession"),
             Effect.flatMap((found) =>
               found.length === 0
                 ? Effect.succeed([])
@@ -304,7 +299,7 @@ export const make = Effect.gen(function* () {
       () =>
         statement.release.all([input.intentId, input.token]).pipe(
           Effect.map((released) => released.length > 0),
-          Effect.mapError(storeFailure("release"))
+          asStoreFailure("release")
         )
     )
 
@@ -315,7 +310,7 @@ export const make = Effect.gen(function* () {
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
           statement.renew.all([now + input.leaseMs, input.intentId, input.token]).pipe(
             Effect.map((renewed) => renewed.length > 0),
-            Effect.mapError(storeFailure("renew"))
+            asStoreFailure("renew")
           )
         )
     )
