@@ -52,6 +52,11 @@ export interface DatabaseOptions {
 export interface PreparedStatement {
   /** Run it with positional parameters; every result row (RETURNING included), undecoded. */
   readonly all: (params: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<unknown>, SqlError.SqlError>
+  /**
+   * A single-row lookup: the first result row, undecoded (undefined: none). It stops at that
+   * row and builds no array. Optional like `Database.prepare`; absent, callers use `all`.
+   */
+  readonly one?: (params: ReadonlyArray<unknown>) => Effect.Effect<unknown, SqlError.SqlError>
 }
 
 export interface DatabaseService {
@@ -207,25 +212,35 @@ const open = (options: DatabaseOptions) =>
 
     const prepare = (text: string): PreparedStatement => {
       let statement: Sqlite.Statement | undefined
-      const once = (
-        params: ReadonlyArray<unknown>
-      ): Effect.Effect<ReadonlyArray<unknown>, SqlError.SqlError> => {
+      const once = <A>(step: (statement: Sqlite.Statement) => A): Effect.Effect<A, SqlError.SqlError> => {
         try {
           statement ??= db.prepare(text)
-          return Effect.succeed(statement.all(...params))
+          return Effect.succeed(step(statement))
         } catch (cause) {
           return Effect.fail(executeFailed(cause))
         }
       }
-      const direct = (params: ReadonlyArray<unknown>) => {
-        const first = once(params)
+      const direct = <A>(step: (statement: Sqlite.Statement) => A) => {
+        const first = once(step)
         // The common case answers synchronously; only a lock wait goes through the retry.
-        return Effect.catchIf(first, isBusyError, () => waitForLock(Effect.suspend(() => once(params))))
+        return Effect.catchIf(first, isBusyError, () => waitForLock(Effect.suspend(() => once(step))))
       }
       return {
         // Decided when the effect runs: an open transaction is another fiber's (the SqlClient
         // waits for it) or the caller's (the SqlClient joins it); never step into it directly.
-        all: (params) => Effect.suspend(() => (db.inTransaction ? sql.unsafe(text, params) : direct(params)))
+        all: (params) =>
+          Effect.suspend(
+            (): Effect.Effect<ReadonlyArray<unknown>, SqlError.SqlError> =>
+              db.inTransaction
+                ? sql.unsafe(text, params)
+                : direct((s): ReadonlyArray<unknown> => s.all(...params))
+          ),
+        one: (params) =>
+          Effect.suspend(() =>
+            db.inTransaction
+              ? Effect.map(sql.unsafe(text, params), (rows) => rows[0])
+              : direct((s): unknown => s.get(...params))
+          )
       }
     }
 
