@@ -134,9 +134,9 @@ inline release(i, t) {
 }
 inline resolve(i, t, ok) {
   if :: LIVE(i, t) -> res[i] = 1; tok[i] = 0; lease[i] = 0; ok = 1 :: else -> ok = 0 fi;
+  printf("MSC: resolve i%d by %d: %d\n", i, t, ok);
   /* No intent is resolved without its message in the branch (br never decreases). */
-  assert(!ok || br[i] > 0);
-  printf("MSC: resolve i%d by %d: %d\n", i, t, ok)
+  assert(!ok || br[i] > 0)
 }
 /* session.send: Pi takes it and writes it (or loses it) within WDELAY ticks of the handler's return. */
 inline send(c, i, t) {
