@@ -1,8 +1,13 @@
-#define LEASE 6
+#define LEASE 2
 #define WDELAY 1
 #define RENEW_BEFORE_SEND 1
 #define RELEASE_OTHERS_BEFORE_SEND 1
 #define RESOLVE_ON_BRANCH 1
+#define NAT_OUTSIDE_HANDLER 1
+#define PRESENT_PLAIN 0
+#define LOST_RELEASE 1
 #define DEAD_OWNERS 1
-#define MAXF 2
-#define USER_TURNS 1
+#define FAULTS 15
+#define MAXF 1
+#define USER_TURNS 0
+#define NATURALS 1
