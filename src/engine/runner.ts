@@ -7,6 +7,9 @@
 import { Deferred, Duration, Effect, Option, Ref, Schedule } from "effect"
 import type { StoreFailure } from "../domain/errors.ts"
 import type { ActiveTurnCause, TerminalState } from "../domain/source-event.ts"
+import { decide as policy } from "../domain/event-policy.ts"
+import { intentRequest } from "../domain/intent-request.ts"
+import { identify } from "../interruption/intent-ids.ts"
 import { terminalEvent } from "../interruption/run-debts.ts"
 import { ABORT_LOCK_BUDGET_MS, withLockBudget } from "../store/database.ts"
 import type { ClaimLost } from "../store/run-errors.ts"
@@ -130,19 +133,27 @@ const recordLoss = (deps: RunnerDeps, run: ActiveRun, warning: string | null) =>
       )
 
 /**
- * The run ended durably: publish its terminal event. The abort it reuses is the one on the ended
- * row (it may be another runner's, recorded on claim loss) or, when that write never landed,
- * this runner's own.
+ * The run ended durably: publish its terminal event, which stores the run's terminal turn
+ * intent. The abort it reuses is the one on the ended row (it may be another runner's, recorded
+ * on claim loss) or, when that write never landed, this runner's own. Returns the intent's ID
+ * (null when the end owes no turn).
  */
 const terminal = (deps: RunnerDeps, run: ActiveRun, ended: RunRecord, state: TerminalState, reason: string) =>
   Effect.gen(function* () {
     const memory = yield* Ref.get(run.memory)
     const event = terminalEvent(ended, reason, memory.outstanding)
-    if (event === null || event.state !== state) return
+    if (event === null || event.state !== state) return null
     // A cancel without an outstanding abort is the direct kind: nothing to publish.
-    if (state === "cancelled" && event.provenance === null) return
+    if (state === "cancelled" && event.provenance === null) return null
     const result = yield* deps.events.publish(event)
     yield* recordLoss(deps, run, result.warning)
+    // The deterministic ID, also when the publisher only records events.
+    const request = intentRequest(event, policy(event))
+    if (request === null) return null
+    return yield* identify(request).pipe(
+      Effect.map((identified) => identified.intentId),
+      Effect.orElseSucceed(() => result.intentId)
+    )
   })
 
 /** Claim loss: if a turn is working on our request it must stop (handoff provenance). No terminal event. */
@@ -161,16 +172,20 @@ export const onClaimLost = (deps: RunnerDeps, run: ActiveRun) =>
     return null
   })
 
-const present = (deps: RunnerDeps, run: ActiveRun, result: unknown) =>
+const present = (deps: RunnerDeps, run: ActiveRun, result: unknown, turnIntentId: string) =>
   Effect.flatMap(Ref.get(run.memory), (memory) =>
-    presentRun(deps, {
-      runId: run.runId,
-      workflow: run.workflow,
-      input: run.input,
-      outputs: memory.outputs,
-      results: memory.results,
-      result
-    })
+    presentRun(
+      deps,
+      {
+        runId: run.runId,
+        workflow: run.workflow,
+        input: run.input,
+        outputs: memory.outputs,
+        results: memory.results,
+        result
+      },
+      turnIntentId
+    )
   )
 
 interface Visited {
@@ -219,22 +234,20 @@ const conclude = (
         yield* deps.store.settle(run.fence, { ...base, next: { _tag: "Continue", nodeId: decision.nodeId } })
         yield* remember
         return decision.nodeId
-      case "Complete":
-        yield* deps.store.settle(run.fence, {
+      case "Complete": {
+        const ended = yield* deps.store.settle(run.fence, {
           ...base,
           next: { _tag: "End", state: "completed", result: value.output }
         })
         yield* remember
-        // Reserved before the fork, so a reconciliation pass cannot present it a second time.
-        if (yield* deps.claimPresentation(run.runId)) {
-          yield* deps.background(
-            Effect.ensuring(
-              Effect.asVoid(present(deps, run, value.output)),
-              deps.releasePresentation(run.runId)
-            )
-          )
+        // The run's terminal turn intent first; the presentation is its natural delivery. When
+        // the intent could not be stored, reconciliation creates it and its fallback follows.
+        const intentId = yield* terminal(deps, run, ended, "completed", "the run completed")
+        if (intentId !== null) {
+          yield* deps.background(Effect.asVoid(present(deps, run, value.output, intentId)))
         }
         return null
+      }
       case "Fail":
       case "TimeOut": {
         const state = decision._tag === "Fail" ? "failed" : "timed_out"

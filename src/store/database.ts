@@ -21,6 +21,7 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import Sqlite from "better-sqlite3"
 import { Clock, Context, Duration, Effect, FiberRef, Layer, Option, Schedule, Scope, Stream } from "effect"
 import { IncompatibleStore, LegacyLaunchNotifications, StoreFailure } from "../domain/errors.ts"
+import { upgradeTurnIntentCauses } from "./migrations.ts"
 import { CONTROLLER_SCHEMA, controllerSchemaStatements } from "./schema.ts"
 
 export interface DatabaseOptions {
@@ -388,6 +389,7 @@ const open = (options: DatabaseOptions) =>
     const migrate = immediate(
       Effect.gen(function* () {
         yield* legacyCheck(sql, options.filename)
+        yield* upgradeTurnIntentCauses(sql)
         for (const statement of controllerSchemaStatements) yield* sql.unsafe(statement)
         yield* sql`INSERT INTO pi_workflows_metadata (key, value) VALUES ('schema', ${CONTROLLER_SCHEMA})
           ON CONFLICT (key) DO NOTHING`
