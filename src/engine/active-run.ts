@@ -79,9 +79,6 @@ export interface RunnerDeps {
   readonly coordinator: CoordinatorService
   readonly events: SourceEventsService
   readonly settings: EngineSettings
-  /** Reserve the run's presentation for this caller (false: someone here is presenting it). */
-  readonly claimPresentation: (runId: string) => Effect.Effect<boolean>
-  readonly releasePresentation: (runId: string) => Effect.Effect<void>
   /** Run an effect detached from the runner (presentations), in the engine's scope. */
   readonly background: (effect: Effect.Effect<void>) => Effect.Effect<void>
   /** Where `ctx.progress` reports go, when the app wires notifications. */

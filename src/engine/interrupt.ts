@@ -5,6 +5,9 @@
  */
 import { Deferred, Duration, Effect, Option, Ref, Schedule } from "effect"
 import type { ActiveTurnCause, TerminalState } from "../domain/source-event.ts"
+import { decide as policy } from "../domain/event-policy.ts"
+import { intentRequest } from "../domain/intent-request.ts"
+import { identify } from "../interruption/intent-ids.ts"
 import { terminalEvent } from "../interruption/run-debts.ts"
 import { ABORT_LOCK_BUDGET_MS, withLockBudget } from "../store/database.ts"
 import type { HandoffResult, RunRecord } from "../store/run-store.ts"
@@ -114,9 +117,10 @@ const recordLoss = (deps: RunnerDeps, run: ActiveRun, warning: string | null) =>
       )
 
 /**
- * The run ended durably: publish its terminal event. The abort it reuses is the one on the ended
- * row (it may be another runner's, recorded on claim loss) or, when that write never landed,
- * this runner's own.
+ * The run ended durably: publish its terminal event, which stores the run's terminal turn
+ * intent. The abort it reuses is the one on the ended row (it may be another runner's, recorded
+ * on claim loss) or, when that write never landed, this runner's own. Returns the intent's ID
+ * (null when the end owes no turn).
  */
 export const terminal = (
   deps: RunnerDeps,
@@ -128,11 +132,18 @@ export const terminal = (
   Effect.gen(function* () {
     const memory = yield* Ref.get(run.memory)
     const event = terminalEvent(ended, reason, memory.outstanding)
-    if (event === null || event.state !== state) return
+    if (event === null || event.state !== state) return null
     // A cancel without an outstanding abort is the direct kind: nothing to publish.
-    if (state === "cancelled" && event.provenance === null) return
+    if (state === "cancelled" && event.provenance === null) return null
     const result = yield* deps.events.publish(event)
     yield* recordLoss(deps, run, result.warning)
+    // The deterministic ID, also when the publisher only records events.
+    const request = intentRequest(event, policy(event))
+    if (request === null) return null
+    return yield* identify(request).pipe(
+      Effect.map((identified) => identified.intentId),
+      Effect.orElseSucceed(() => result.intentId)
+    )
   })
 
 /** Claim loss: if a turn is working on our request it must stop (handoff provenance). No terminal event. */

@@ -18,16 +18,20 @@ import { executeVisit, type VisitResult } from "./visit.ts"
 
 type Step = Effect.Effect<string | null, ClaimLost | StoreFailure>
 
-const present = (deps: RunnerDeps, run: ActiveRun, result: unknown) =>
+const present = (deps: RunnerDeps, run: ActiveRun, result: unknown, turnIntentId: string) =>
   Effect.flatMap(Ref.get(run.memory), (memory) =>
-    presentRun(deps, {
-      runId: run.runId,
-      workflow: run.workflow,
-      input: run.input,
-      outputs: memory.outputs,
-      results: memory.results,
-      result
-    })
+    presentRun(
+      deps,
+      {
+        runId: run.runId,
+        workflow: run.workflow,
+        input: run.input,
+        outputs: memory.outputs,
+        results: memory.results,
+        result
+      },
+      turnIntentId
+    )
   )
 
 interface Visited {
@@ -76,22 +80,20 @@ const conclude = (
         yield* deps.store.settle(run.fence, { ...base, next: { _tag: "Continue", nodeId: decision.nodeId } })
         yield* remember
         return decision.nodeId
-      case "Complete":
-        yield* deps.store.settle(run.fence, {
+      case "Complete": {
+        const ended = yield* deps.store.settle(run.fence, {
           ...base,
           next: { _tag: "End", state: "completed", result: value.output }
         })
         yield* remember
-        // Reserved before the fork, so a reconciliation pass cannot present it a second time.
-        if (yield* deps.claimPresentation(run.runId)) {
-          yield* deps.background(
-            Effect.ensuring(
-              Effect.asVoid(present(deps, run, value.output)),
-              deps.releasePresentation(run.runId)
-            )
-          )
+        // The run's terminal turn intent first; the presentation is its natural delivery. When
+        // the intent could not be stored, reconciliation creates it and its fallback follows.
+        const intentId = yield* terminal(deps, run, ended, "completed", "the run completed")
+        if (intentId !== null) {
+          yield* deps.background(Effect.asVoid(present(deps, run, value.output, intentId)))
         }
         return null
+      }
       case "Fail":
       case "TimeOut": {
         const state = decision._tag === "Fail" ? "failed" : "timed_out"

@@ -20,6 +20,7 @@ import * as Statement from "@effect/sql/Statement"
 import Sqlite from "better-sqlite3"
 import { Context, Effect, Layer, Option, Scope } from "effect"
 import { IncompatibleStore, LegacyLaunchNotifications, StoreFailure } from "../domain/errors.ts"
+import { upgradeTurnIntentCauses } from "./migrations.ts"
 import { CONTROLLER_SCHEMA, controllerSchemaStatements } from "./schema.ts"
 import { executeFailed, isBusyError, makeConnection, retryBusy, withLockBudget } from "./sqlite-connection.ts"
 import { asStoreFailure, storeFailure } from "./store-errors.ts"
@@ -247,6 +248,7 @@ const open = (options: DatabaseOptions) =>
     const migrate = immediate(
       Effect.gen(function* () {
         yield* legacyCheck(sql, options.filename)
+        yield* upgradeTurnIntentCauses(sql)
         for (const statement of controllerSchemaStatements) yield* sql.unsafe(statement)
         yield* sql`INSERT INTO pi_workflows_metadata (key, value) VALUES ('schema', ${CONTROLLER_SCHEMA})
           ON CONFLICT (key) DO NOTHING`

@@ -48,7 +48,7 @@ const invalidCause = (cause: string): InvalidInput | undefined =>
     : new InvalidInput({
         field: "cause",
         message:
-          "cause must be agentCancelled, timedOut, failed, launchFailed, controllerInterrupted or claimLost"
+          "cause must be agentCancelled, timedOut, failed, launchFailed, controllerInterrupted, claimLost or completed"
       })
 
 const invalidResolution = (resolution: string): InvalidInput | undefined =>
