@@ -75,6 +75,7 @@ const appLayer = (options: {
   readonly gate: (operation: string) => Effect.Effect<void, StoreFailure>
   readonly session: PiSessionService
   readonly bookkeeping: Context.Tag.Service<AbortBookkeeping>
+  readonly crashPoints: CrashPoints.CrashPointsService
 }) => {
   const stores = Layer.mergeAll(
     TurnIntentStoreSqlite.layer,
@@ -99,7 +100,7 @@ const appLayer = (options: {
   ).pipe(Layer.provide(stores))
   const base = Layer.mergeAll(
     faulty,
-    CrashPoints.layerNoop,
+    Layer.succeed(CrashPoints.CrashPoints, options.crashPoints),
     Layer.succeed(PiSession, options.session),
     Layer.succeed(AbortBookkeeping, options.bookkeeping)
   )
@@ -169,8 +170,42 @@ const gated = <S extends object>(
   return out as S
 }
 
-export const makeWorld = (filename: string, clock: SimClock, mutation: Mutation | null) =>
+/**
+ * Exact crash moments for scripted crash tests: the process dies (SIGKILL) the first time one of
+ * its deliveries reaches `point`, or the first time it calls the store operation `beforeStore`.
+ */
+export interface CrashPlan {
+  readonly point?: CrashPoints.CrashPoint
+  readonly beforeStore?: string
+  /** How many calls of `beforeStore` go through first. */
+  readonly skip?: number
+}
+
+export const makeWorld = (
+  filename: string,
+  clock: SimClock,
+  mutation: Mutation | null,
+  crashPlan: CrashPlan = {}
+) =>
   Effect.gen(function* () {
+    let crashFired = false
+    let storeCalls = 0
+    /** True (and the process is dead from now on) when the plan says this is the moment. */
+    const crashNow = (p: Process, what: { readonly point?: string; readonly operation?: string }) => {
+      const storeCall = what.operation !== undefined && what.operation === crashPlan.beforeStore
+      if (storeCall) storeCalls++
+      const due =
+        !crashFired &&
+        ((what.point !== undefined && what.point === crashPlan.point) ||
+          (storeCall && storeCalls > (crashPlan.skip ?? 0)))
+      if (due) {
+        crashFired = true
+        p.dead = true
+        for (const entry of p.deferred) entry.log.written = false
+        p.deferred = []
+      }
+      return due
+    }
     const { session: fakeSession, control: fake } = yield* makeFake({ sessionId: SESSION })
     const bookkeeping = yield* makeBookkeeping
     const procs: [Process | null, Process | null] = [null, null]
@@ -190,7 +225,8 @@ export const makeWorld = (filename: string, clock: SimClock, mutation: Mutation 
       Effect.suspend((): Effect.Effect<void, StoreFailure> => {
         clock.touch()
         const p = proc()
-        if (p === null || p.dead) return Effect.die(new Error("the process was killed"))
+        if (p === null || p.dead || crashNow(p, { operation }))
+          return Effect.die(new Error("the process was killed"))
         if (p.fault === "throw") return Effect.die(new Error(`injected throw in ${operation}`))
         if (p.fault !== null) {
           return Effect.fail(new StoreFailure({ operation, message: p.fault === "busy" ? BUSY : READONLY }))
@@ -254,7 +290,14 @@ export const makeWorld = (filename: string, clock: SimClock, mutation: Mutation 
           token: `p${slot}.${generation}`,
           gate: gateOf(self),
           session: sessionOf(self),
-          bookkeeping
+          bookkeeping,
+          crashPoints: {
+            reached: (point) =>
+              Effect.suspend(() => {
+                const p = self()
+                return p !== null && crashNow(p, { point }) ? Effect.die(new Error("killed")) : Effect.void
+              })
+          }
         })
         const process: Process = {
           slot,
@@ -289,7 +332,8 @@ export const makeWorld = (filename: string, clock: SimClock, mutation: Mutation 
     const kill = (slot: Proc) =>
       Effect.gen(function* () {
         const proc = procs[slot]
-        if (proc === null || proc.dead) return
+        // A process a crash plan killed is dead already; its slot is freed here.
+        if (proc === null) return
         proc.dead = true
         for (const entry of proc.deferred) entry.log.written = false
         proc.deferred = []
@@ -491,6 +535,8 @@ export const makeWorld = (filename: string, clock: SimClock, mutation: Mutation 
         }),
         fake.setUserHold(false)
       ),
+      /** Whether the crash plan has killed a process. */
+      crashed: () => crashFired,
       setStep: (index: number) => {
         step = index
       }
