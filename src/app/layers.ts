@@ -49,6 +49,11 @@ export interface AppOptions {
   readonly notifications?: NotificationsConfig
   /** Spacing of the periodic reconciliation pass (default 5 s); null turns it off. */
   readonly maintenanceIntervalMs?: number | null
+  /**
+   * Test-only: where delivery steps report crash points (scripted crash tests). Default: the
+   * `PI_WORKFLOW_TURNS_CRASH_AT` variable, which is unset in production (docs/reliability.md).
+   */
+  readonly crashPoints?: CrashPoints.CrashPointsService
 }
 
 export interface AppConfig extends AppOptions {
@@ -105,7 +110,12 @@ export const layerAppWith = <E, R>(
   options: AppOptions
 ): Layer.Layer<AppServices, E | DefinitionError, R | PiSession> => {
   // Test-only: PI_WORKFLOW_TURNS_CRASH_AT kills the process at a delivery step (docs/reliability.md).
-  const base = Layer.merge(stores, CrashPoints.layerFromEnv)
+  const base = Layer.merge(
+    stores,
+    options.crashPoints === undefined
+      ? CrashPoints.layerFromEnv
+      : Layer.succeed(CrashPoints.CrashPoints, options.crashPoints)
+  )
   // The successor-turn core; fallbacks of ended runs carry the terminal decision
   // (src/terminal/terminal-messages.ts).
   const core = layerCore(options.core).pipe(

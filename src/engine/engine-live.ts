@@ -30,6 +30,7 @@ import { snapshotOf } from "./snapshot.ts"
 import { claimToken, ownerIsDead } from "./owner.ts"
 import { withLockRetries } from "./store-retry.ts"
 
+import { terminalEvent } from "../interruption/run-debts.ts"
 import { runIdOf } from "./run-id.ts"
 import { sourceProblem } from "./source-check.ts"
 import { type RunSummary, stepView, summarize } from "./status.ts"
@@ -215,6 +216,9 @@ export const make = (config: EngineConfig = {}) =>
         if (result._tag === "Cancelled" && by === "user") {
           yield* events.publish({ _tag: "Quiet", run: runRefOf(result.run), kind: "directCancel" })
         }
+        // The agent cancelled a run no runner holds (queued, waiting, parked): its terminal turn.
+        const ended = result._tag === "Cancelled" && by === "agent" ? terminalEvent(result.run, null) : null
+        if (ended !== null) yield* events.publish(ended)
         return summarize(result.run, yield* now)
       })
 

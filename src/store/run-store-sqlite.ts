@@ -339,6 +339,16 @@ export const make = Effect.gen(function* () {
             return { _tag: "Requested", run: yield* requireRun(runId) } as const
           }
           const error = { message: `cancelled by the ${by}`, nodeId: run.currentNodeId, original: null }
+          // The agent's cancel owes the run's terminal turn: its provenance goes on the row in the
+          // same transaction (an outstanding abort of the run is kept and reused instead), so
+          // reconciliation finds the debt after a crash.
+          if (by === "agent" && !run.abortPending) {
+            yield* sql`UPDATE workflow_runs SET abort_cause = 'agentCancelled',
+                abort_node_id = ${run.currentNodeId}, abort_attempt_id = ${run.currentAttemptId},
+                abort_interruption = ${run.interruptions}, abort_pending = 1,
+                interruptions = ${run.interruptions + 1}
+              WHERE run_id = ${runId}`
+          }
           yield* sql`UPDATE workflow_requests SET state = 'closed', closed_reason = 'cancelled', ended_at = ${at}
             WHERE run_id = ${runId} AND state = 'open'`
           yield* sql`UPDATE workflow_steps SET outcome = 'cancelled', ended_at = ${at}

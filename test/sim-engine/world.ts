@@ -11,6 +11,7 @@
  */
 import { type Context, Effect, Exit, type Fiber, Layer, Option, Scope } from "effect"
 import { layerAppWith, layerStores } from "../../src/app/layers.ts"
+import type * as CrashPoints from "../../src/delivery/crash-points.ts"
 import { afterSettle, classifySettle, onSessionStart, onShutdown } from "../../src/app/session-hooks.ts"
 import { runCommand } from "../../src/app/command-actions.ts"
 import { runTool } from "../../src/app/tool-actions.ts"
@@ -58,6 +59,7 @@ const appLayer = (options: {
   readonly token: string
   readonly gate: (operation: string) => Effect.Effect<void, StoreFailure>
   readonly session: PiSessionService
+  readonly crashPoints: CrashPoints.CrashPointsService
 }) =>
   layerAppWith(
     StoreFaults.layerGated(options.gate).pipe(
@@ -68,7 +70,8 @@ const appLayer = (options: {
       core: {
         coordinator: { token: options.token, leaseMs: LEASE_MS, syncIntervalMs: SYNC_INTERVAL_MS }
       },
-      engine: { leaseMs: RUN_LEASE_MS, renewEveryMs: RUN_LEASE_MS / 3 }
+      engine: { leaseMs: RUN_LEASE_MS, renewEveryMs: RUN_LEASE_MS / 3 },
+      crashPoints: options.crashPoints
     }
   ).pipe(Layer.provideMerge(Layer.succeed(PiSession, options.session)))
 
@@ -93,8 +96,42 @@ interface Process {
 const BUSY = "SqliteError: database is locked (SQLITE_BUSY)"
 const READONLY = "SqliteError: attempt to write a readonly database (SQLITE_READONLY)"
 
-export const makeWorld = (filename: string, clock: SimClock, mutation: Mutation | null) =>
+/**
+ * Exact crash moments for scripted crash tests: the process dies (SIGKILL) the first time one of
+ * its deliveries reaches `point`, or the first time it calls the store operation `beforeStore`.
+ */
+export interface CrashPlan {
+  readonly point?: CrashPoints.CrashPoint
+  readonly beforeStore?: string
+  /** How many calls of `beforeStore` go through first. */
+  readonly skip?: number
+}
+
+export const makeWorld = (
+  filename: string,
+  clock: SimClock,
+  mutation: Mutation | null,
+  crashPlan: CrashPlan = {}
+) =>
   Effect.gen(function* () {
+    let crashFired = false
+    let storeCalls = 0
+    /** True (and the process is dead from now on) when the plan says this is the moment. */
+    const crashNow = (p: Process, what: { readonly point?: string; readonly operation?: string }) => {
+      const storeCall = what.operation !== undefined && what.operation === crashPlan.beforeStore
+      if (storeCall) storeCalls++
+      const due =
+        !crashFired &&
+        ((what.point !== undefined && what.point === crashPlan.point) ||
+          (storeCall && storeCalls > (crashPlan.skip ?? 0)))
+      if (due) {
+        crashFired = true
+        p.dead = true
+        for (const entry of p.deferred) entry.log.written = false
+        p.deferred = []
+      }
+      return due
+    }
     const { session: fakeSession, control: fake } = yield* makeFake({ sessionId: SESSION })
     const procs: [Process | null, Process | null] = [null, null]
     const generations: [number, number] = [0, 0]
@@ -113,7 +150,8 @@ export const makeWorld = (filename: string, clock: SimClock, mutation: Mutation 
       Effect.suspend((): Effect.Effect<void, StoreFailure> => {
         clock.touch()
         const p = proc()
-        if (p === null || p.dead) return Effect.die(new Error("the process was killed"))
+        if (p === null || p.dead || crashNow(p, { operation }))
+          return Effect.die(new Error("the process was killed"))
         if (p.fault === "throw") return Effect.die(new Error(`injected throw in ${operation}`))
         if (p.fault !== null) {
           return Effect.fail(new StoreFailure({ operation, message: p.fault === "busy" ? BUSY : READONLY }))
@@ -176,7 +214,14 @@ export const makeWorld = (filename: string, clock: SimClock, mutation: Mutation 
           filename,
           token: `p${slot}.${generation}`,
           gate: gateOf(self),
-          session: sessionOf(self)
+          session: sessionOf(self),
+          crashPoints: {
+            reached: (point) =>
+              Effect.suspend(() => {
+                const p = self()
+                return p !== null && crashNow(p, { point }) ? Effect.die(new Error("killed")) : Effect.void
+              })
+          }
         })
         const process: Process = {
           slot,
@@ -211,7 +256,8 @@ export const makeWorld = (filename: string, clock: SimClock, mutation: Mutation 
     const kill = (slot: Proc) =>
       Effect.gen(function* () {
         const proc = procs[slot]
-        if (proc === null || proc.dead) return
+        // A process a crash plan killed is dead already; its slot is freed here.
+        if (proc === null) return
         proc.dead = true
         for (const entry of proc.deferred) entry.log.written = false
         proc.deferred = []
@@ -413,6 +459,8 @@ export const makeWorld = (filename: string, clock: SimClock, mutation: Mutation 
         }),
         fake.setUserHold(false)
       ),
+      /** Whether the crash plan has killed a process. */
+      crashed: () => crashFired,
       setStep: (index: number) => {
         step = index
       }
