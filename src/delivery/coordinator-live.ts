@@ -8,7 +8,7 @@ import type { TurnIntent } from "../domain/turn-intent.ts"
 import { AbortBookkeeping } from "../interruption/abort-bookkeeping.ts"
 import { PiSession } from "../session/pi-session.ts"
 import { TurnIntentStore } from "../store/turn-intent-store.ts"
-import { Coordinator, type CoordinatorService } from "./coordinator.ts"
+import { Coordinator, type CoordinatorService, type NaturalMessage, type SyncTrigger } from "./coordinator.ts"
 import type { DeliveryEnv, Unconfirmed } from "./delivery-env.ts"
 import { FallbackComposer } from "./fallback-composer.ts"
 import { fallbackMessage } from "./fallback-message.ts"
@@ -70,13 +70,30 @@ export const make = (options: CoordinatorOptions = {}) =>
     }
     const serial = yield* Effect.makeSemaphore(1)
     const pass = syncPass(env)
-    const syncFallbacks: CoordinatorService["syncFallbacks"] = (trigger) =>
-      serial.withPermits(1)(pass(trigger))
+    // Named spans with the session (and, for a natural message, the run) as attributes and log
+    // annotations: a downstream tracer sees each pass and each delivery.
+    const inSession = <A, E, R>(effect: Effect.Effect<A, E, R>, extra: Record<string, string> = {}) =>
+      Effect.flatMap(env.session.sessionId, (sessionId) =>
+        Effect.zipRight(Effect.annotateCurrentSpan({ sessionId, ...extra }), effect).pipe(
+          Effect.annotateLogs({ sessionId, ...extra }),
+          Effect.annotateSpans({ sessionId, ...extra })
+        )
+      )
+    const syncFallbacks: CoordinatorService["syncFallbacks"] = Effect.fn("Coordinator.syncFallbacks")(
+      (trigger: SyncTrigger) => serial.withPermits(1)(pass(trigger)),
+      (effect, trigger) => inSession(effect, { trigger })
+    )
+    const natural = deliverNatural(env)
     const service: CoordinatorService = {
-      deliverNatural: deliverNatural(env),
+      deliverNatural: Effect.fn("Coordinator.deliverNatural")(
+        (message: NaturalMessage) => natural(message),
+        (effect, message) => inSession(effect, { runId: message.runId })
+      ),
       syncFallbacks,
-      onSettled: Effect.zipRight(env.bookkeeping.clear, syncFallbacks("settled")),
-      onSessionStart: syncFallbacks("sessionStart")
+      onSettled: Effect.zipRight(env.bookkeeping.clear, syncFallbacks("settled")).pipe(
+        Effect.withSpan("Coordinator.onSettled")
+      ),
+      onSessionStart: syncFallbacks("sessionStart").pipe(Effect.withSpan("Coordinator.onSessionStart"))
     }
     const interval = options.syncIntervalMs === undefined ? DEFAULT_SYNC_INTERVAL_MS : options.syncIntervalMs
     if (interval !== null) {
