@@ -15,7 +15,8 @@ import { fallbackMessage } from "./fallback-message.ts"
 import { syncPass } from "./fallback-sync.ts"
 import { deliverNatural } from "./natural-delivery.ts"
 import { isDeadOwner, ownerToken } from "./owner.ts"
-import { DEFAULT_LEASE_MS, leaseCoversWriteDelay, WRITE_DELAY_BOUND_MS } from "./protocol.ts"
+import { leaseCoversWriteDelay, WRITE_DELAY_BOUND_MS } from "./protocol.ts"
+import { TimingPolicy, toMillis } from "./timing-policy.ts"
 
 export interface CoordinatorOptions {
   /** Claim lease for one delivery (default 30 s); it must exceed `writeDelayBoundMs`. */
@@ -42,7 +43,8 @@ export const DEFAULT_SYNC_INTERVAL_MS = 10_000
 
 export const make = (options: CoordinatorOptions = {}) =>
   Effect.gen(function* () {
-    const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS
+    const policy = yield* TimingPolicy
+    const leaseMs = options.leaseMs ?? toMillis(policy.deliveryLease)
     const writeDelayBoundMs = options.writeDelayBoundMs ?? WRITE_DELAY_BOUND_MS
     if (!leaseCoversWriteDelay(leaseMs, writeDelayBoundMs)) {
       // Condition 1 of docs/protocol.md: a shorter lease lets a second claimant send a copy.
@@ -95,7 +97,12 @@ export const make = (options: CoordinatorOptions = {}) =>
       ),
       onSessionStart: syncFallbacks("sessionStart").pipe(Effect.withSpan("Coordinator.onSessionStart"))
     }
-    const interval = options.syncIntervalMs === undefined ? DEFAULT_SYNC_INTERVAL_MS : options.syncIntervalMs
+    const interval =
+      options.syncIntervalMs !== undefined
+        ? options.syncIntervalMs
+        : policy.syncInterval === null
+          ? null
+          : toMillis(policy.syncInterval)
     if (interval !== null) {
       yield* syncFallbacks("periodic").pipe(
         Effect.catchAllCause((cause) => Effect.logWarning("periodic fallback sync failed", cause)),

@@ -10,6 +10,7 @@ import { Effect, Layer, Ref } from "effect"
 import { decide } from "../domain/event-policy.ts"
 import { type IntentRequest, intentRequest } from "../domain/intent-request.ts"
 import type { RunRef } from "../domain/source-event.ts"
+import { TimingPolicy, toMillis } from "../delivery/timing-policy.ts"
 import { PiSession } from "../session/pi-session.ts"
 import type { TurnIntentStore } from "../store/turn-intent-store.ts"
 import type { AbortBookkeeping } from "./abort-bookkeeping.ts"
@@ -50,7 +51,7 @@ export const make = (
   Effect.gen(function* () {
     const context = yield* Effect.context<TurnIntentStore | PiSession | AbortBookkeeping>()
     const session = yield* PiSession
-    const persistTimeoutMs = options.persistTimeoutMs ?? DEFAULT_PERSIST_TIMEOUT_MS
+    const persistTimeoutMs = options.persistTimeoutMs ?? toMillis((yield* TimingPolicy).abortPersistTimeout)
     const terminal: TerminalOptions = {
       attempts: options.terminal?.attempts ?? 4,
       retryBaseMs: options.terminal?.retryBaseMs ?? 50,
