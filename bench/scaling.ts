@@ -279,10 +279,9 @@ export const scalingSection: BenchSection = {
           now + 1,
           "idle-session-0",
           now,
-          "t",
-          10
+          "t"
         ])
-        const list = queryPlan(db, SQL.list, ["claim-session-0", "claim-run-0", 10])
+        const list = queryPlan(db, SQL.list, ["claim-session-0", "claim-run-0"])
         const probe = queryPlan(db, SQL.probeEligible, ["idle-session-0", now, "t"])
         plans = [
           ["claimForRun", forRun],

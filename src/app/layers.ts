@@ -47,7 +47,10 @@ export interface AppOptions {
   readonly engine?: EngineConfig
   readonly core?: CoreOptions
   readonly notifications?: NotificationsConfig
-  /** Spacing of the periodic reconciliation pass (default 5 s); null turns it off. */
+  /**
+   * Spacing of the periodic reconciliation pass; null turns it off. Default:
+   * `TimingPolicy.maintenanceInterval` (5 s), like every other timing (delivery/timing-policy.ts).
+   */
   readonly maintenanceIntervalMs?: number | null
   /**
    * Test-only: where delivery steps report crash points (scripted crash tests). Default: the
@@ -151,10 +154,6 @@ export const layerAppWith = <E, R>(
     only(Notifications)(notifications),
     notifier
   )
-  const maintenance = Maintenance.layer(
-    options.maintenanceIntervalMs === undefined
-      ? Maintenance.DEFAULT_MAINTENANCE_INTERVAL_MS
-      : options.maintenanceIntervalMs
-  )
+  const maintenance = Maintenance.layer(options.maintenanceIntervalMs)
   return Layer.merge(services, maintenance.pipe(Layer.provide(services)))
 }

@@ -7,6 +7,7 @@
 import { Duration, Effect, Layer, Option, Schema } from "effect"
 import { Coordinator } from "../delivery/coordinator.ts"
 import { Engine } from "../engine/engine.ts"
+import { TimingPolicy } from "../delivery/timing-policy.ts"
 import { PRESENTATION_TYPE } from "../engine/messages.ts"
 import { reconcileDebts } from "../interruption/reconcile.ts"
 import { PiSession } from "../session/pi-session.ts"
@@ -45,21 +46,30 @@ export const reconcileSession = Effect.gen(function* () {
   return { ...debts, recovered }
 })
 
-/** The periodic pass (a scoped fiber); `null` turns it off. */
+/**
+ * The periodic pass (a scoped fiber); `null` turns it off. Without `intervalMs` the spacing is
+ * `TimingPolicy.maintenanceInterval`.
+ */
 export const layer = (
-  intervalMs: number | null = DEFAULT_MAINTENANCE_INTERVAL_MS
+  intervalMs?: number | null
 ): Layer.Layer<never, never, Engine | Coordinator | PiSession | RunStore | TurnIntentStore> =>
-  intervalMs === null
-    ? Layer.empty
-    : Layer.scopedDiscard(
-        Effect.gen(function* () {
-          const coordinator = yield* Coordinator
-          const pass = Effect.gen(function* () {
-            const report = yield* reconcileSession
-            if (report.created.length > 0 || report.madeEligible.length > 0) {
-              yield* coordinator.syncFallbacks("periodic")
-            }
-          }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("reconciliation pass failed", cause)))
-          yield* pass.pipe(Effect.delay(Duration.millis(intervalMs)), Effect.forever, Effect.forkScoped)
-        })
-      )
+  Layer.scopedDiscard(
+    Effect.gen(function* () {
+      const policy = yield* TimingPolicy
+      const spacing =
+        intervalMs !== undefined
+          ? intervalMs === null
+            ? null
+            : Duration.millis(intervalMs)
+          : policy.maintenanceInterval
+      if (spacing === null) return
+      const coordinator = yield* Coordinator
+      const pass = Effect.gen(function* () {
+        const report = yield* reconcileSession
+        if (report.created.length > 0 || report.madeEligible.length > 0) {
+          yield* coordinator.syncFallbacks("periodic")
+        }
+      }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("reconciliation pass failed", cause)))
+      yield* pass.pipe(Effect.delay(spacing), Effect.forever, Effect.forkScoped)
+    })
+  )

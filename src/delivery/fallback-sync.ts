@@ -92,15 +92,19 @@ export const syncPass =
         return { delivered: [], repaired, failed, skipped: skip }
       }
       const message = yield* env.composeFallback(chosen)
+      const ids = { intentId: chosen.intentId, runId: chosen.runId }
       const sent = yield* Effect.either(
-        sendClaimed(env, chosen, token, "fallback", message, FALLBACK_DELIVERY, blocker(env))
+        sendClaimed(env, chosen, token, "fallback", message, FALLBACK_DELIVERY, blocker(env)).pipe(
+          Effect.withSpan("Coordinator.sendFallback", { attributes: ids }),
+          Effect.annotateLogs(ids)
+        )
       )
       if (Either.isLeft(sent)) {
         failed.push(chosen.intentId)
         yield* Effect.logWarning("fallback send failed; the intent stays eligible", {
           intentId: chosen.intentId,
           error: sent.left.message
-        })
+        }).pipe(Effect.annotateLogs(ids))
         return { delivered: [], repaired, failed, skipped: null }
       }
       if (sent.right._tag === "ClaimLost") return { delivered: [], repaired, failed, skipped: null }
