@@ -275,7 +275,10 @@ restart:
          if
          :: ok ->
 #if DEAD_OWNERS
-            for (i : 0 .. NI - 1) { if :: !res[i] && tok[i] == DEAD -> tok[i] = 0; lease[i] = 0 :: else fi }
+            if /* at session start and on the periodic pass */
+            :: !held[c] -> for (i : 0 .. NI - 1) { if :: !res[i] && tok[i] == DEAD -> tok[i] = 0; lease[i] = 0 :: else fi }
+            :: else
+            fi;
 #endif
             for (i : 0 .. NI - 1) {
               if :: CLAIMABLE(i, SYNC(c)) -> claim(i, SYNC(c)); mine = mine | (1 << i) :: else fi
@@ -399,6 +402,10 @@ restart:
          if :: unc[AT(c, 0)] -> natOwed = 0; PLAIN; END_NAT; goto next :: else fi /* this coordinator's copy is on its way */
          STORE(ok, 2 * c + 1);
          natRetry[c] = 0;
+#if DEAD_OWNERS
+         /* The holder died on this machine: free its claim and claim again at once. */
+         if :: ok && !res[0] && tok[0] == DEAD -> tok[0] = 0; lease[0] = 0 :: else fi;
+#endif
          if
          :: ok && CLAIMABLE(0, NAT(c)) -> claim(0, NAT(c))
          :: ok && !CLAIMABLE(0, NAT(c)) -> /* held by another claimant: retry (every claimRetryMs) */
