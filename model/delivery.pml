@@ -83,6 +83,7 @@ bool hp[NC * NI];    /* sent from a handler that has not returned: Pi holds it *
 byte unc[NC * NI]; /* the claim token of a send not resolved yet, or 0 (delivery-env.ts `unconfirmed`) */
 byte age[NC * NI]; /* ticks since that send, capped at WDELAY + 1 */
 byte natFor[NC];   /* intent of a natural delivery in progress (naturalInFlight), or NONE */
+bool natRetry[NC]; /* natural delivery retries a held claim: it may wait past the next tick */
 byte gen[NC];      /* incarnation: a crash starts a new one */
 bool tick[NC];     /* a periodic (or session start) pass is due */
 /* The environment. */
@@ -120,7 +121,7 @@ hidden byte k;
 #endif
 /* A pass or natural delivery that may run starts before the next tick (computing takes no time). */
 #define PASS_DUE(c) ((settle[c] || tick[c]) && !work[2 * (c)])
-#define NAT_DUE(c) (NATURALS > (c) && natOwed && !busy && !work[2 * (c) + 1] && NAT_FREE(c))
+#define NAT_DUE(c) (NATURALS > (c) && natOwed && !busy && !work[2 * (c) + 1] && NAT_FREE(c) && !natRetry[c])
 /* One terminal turn per run: run 0's presentation with or without its intent, or its fallback. */
 #define ONE_TERMINAL assert(br[0] + plain <= 1)
 
@@ -159,7 +160,7 @@ active proctype Clock() {
          if :: unc[k] && br[k % NI] == 0 && age[k] <= WDELAY -> age[k]++ :: else fi
        }
        if :: hang > 0 -> for (k : 0 .. NC * 2 - 1) { ht[k] = 1 } :: else fi
-       tick[0] = 1; tick[1] = 1;
+       tick[0] = 1; tick[1] = 1; natRetry[0] = 0; natRetry[1] = 0;
        printf("MSC: tick (leases %d %d)\n", lease[0], lease[1]);
        k = 0
      }
@@ -199,7 +200,7 @@ inline crash(x) {
     if :: tok[k] == SYNC(x) || tok[k] == NAT(x) -> tok[k] = DEAD :: else fi;
     pend[AT(x, k)] = 0; wleft[AT(x, k)] = 0; hp[AT(x, k)] = 0; unc[AT(x, k)] = 0; age[AT(x, k)] = 0
   }
-  natFor[x] = NONE; settle[x] = 0; held[x] = 0;
+  natFor[x] = NONE; natRetry[x] = 0; settle[x] = 0; held[x] = 0;
   tick[x] = 1; /* the restarted Pi's session_start pass */
   gen[x]++
 }
@@ -274,7 +275,10 @@ restart:
          if
          :: ok ->
 #if DEAD_OWNERS
-            for (i : 0 .. NI - 1) { if :: !res[i] && tok[i] == DEAD -> tok[i] = 0; lease[i] = 0 :: else fi }
+            if /* at session start and on the periodic pass */
+            :: !held[c] -> for (i : 0 .. NI - 1) { if :: !res[i] && tok[i] == DEAD -> tok[i] = 0; lease[i] = 0 :: else fi }
+            :: else
+            fi;
 #endif
             for (i : 0 .. NI - 1) {
               if :: CLAIMABLE(i, SYNC(c)) -> claim(i, SYNC(c)); mine = mine | (1 << i) :: else fi
@@ -397,8 +401,19 @@ restart:
          natOwed && !res[0] && !busy -> natFor[c] = 0; work[2 * c + 1] = 1;
          if :: unc[AT(c, 0)] -> natOwed = 0; PLAIN; END_NAT; goto next :: else fi /* this coordinator's copy is on its way */
          STORE(ok, 2 * c + 1);
-         if :: ok && CLAIMABLE(0, NAT(c)) -> claim(0, NAT(c)) :: else -> ok = 0 fi;
-         /* held past the bound, or the store failed */
+         natRetry[c] = 0;
+#if DEAD_OWNERS
+         /* The holder died on this machine: free its claim and claim again at once. */
+         if :: ok && !res[0] && tok[0] == DEAD -> tok[0] = 0; lease[0] = 0 :: else fi;
+#endif
+         if
+         :: ok && CLAIMABLE(0, NAT(c)) -> claim(0, NAT(c))
+         :: ok && !CLAIMABLE(0, NAT(c)) -> /* held by another claimant: retry (every claimRetryMs) */
+            ok = 0;
+            if :: natRetry[c] = 1; END_NAT; goto next :: skip /* the deadline passed */ fi
+         :: !ok
+         fi;
+         /* held past the deadline, or the store failed */
          if :: !ok -> natOwed = 0; PLAIN; END_NAT; goto next :: else fi;
          if :: br[0] > 0 -> natOwed = 0; goto repair :: else fi;
          /* Idle already: awaitIdle returns at once (a hang above may have let a turn start). */

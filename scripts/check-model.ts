@@ -7,9 +7,9 @@
  * removed must produce a counterexample (a model that proves nothing is caught that way).
  * Installs `spin` and `gcc` with apt-get when they are missing and this runs as root.
  */
-import { execFileSync, spawnSync } from "node:child_process"
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { execFileSync, spawn, spawnSync } from "node:child_process"
+import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { availableParallelism, tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import {
@@ -48,6 +48,8 @@ interface Check {
   readonly property: "safety" | "all_resolved"
   /** Only with `--full` (too slow for the default run); the time measured is in docs/protocol.md. */
   readonly full?: true
+  /** Millions of states: worth an optimized build. */
+  readonly large?: true
   /** What a counterexample must violate, so a variant cannot pass on an unrelated failure. */
   readonly violates?: Violation
 }
@@ -69,8 +71,12 @@ const violated = (out: string): Violation | "other" => {
   return hit ?? "other"
 }
 
-/** Every fault kind of the model (model/delivery.pml F_*): crash, refusal, hang, lost message. */
-const ALL_FAULTS = 1 | 2 | 4 | 8
+/** The fault kinds of the model (model/delivery.pml F_*). */
+const F_CRASH = 1
+const F_REFUSE = 2
+const F_HANG = 4
+const F_LOSE = 8
+const ALL_FAULTS = F_CRASH | F_REFUSE | F_HANG | F_LOSE
 
 /**
  * The code's protocol: both delivery paths (run 0's presentation through natural delivery, both
@@ -100,6 +106,7 @@ const allChecks: ReadonlyArray<Check> = [
     name: "protocol: safety, both paths, every fault kind",
     expect: "verified",
     property: "safety",
+    large: true,
     defines: protocol
   },
   {
@@ -133,7 +140,8 @@ const allChecks: ReadonlyArray<Check> = [
     expect: "counterexample",
     violates: "duplicate",
     property: "safety",
-    defines: { ...protocol, RENEW_BEFORE_SEND: 0 }
+    // Only a slow store call makes natural delivery wait between its claim and its send.
+    defines: { ...protocol, RENEW_BEFORE_SEND: 0, FAULTS: F_HANG }
   },
   {
     name: "condition 3 removed (others released after the send) gives a duplicate",
@@ -147,7 +155,7 @@ const allChecks: ReadonlyArray<Check> = [
     expect: "counterexample",
     violates: "secondTerminalTurn",
     property: "safety",
-    defines: { ...protocol, PRESENT_PLAIN: 1 }
+    defines: { ...protocol, PRESENT_PLAIN: 1, MAXF: 0 }
   },
   {
     name: "self-test: a lost message never given up is caught by the liveness check",
@@ -183,7 +191,7 @@ const allChecks: ReadonlyArray<Check> = [
     violates: "duplicate",
     property: "safety",
     full: true,
-    defines: { ...protocol, NAT_OUTSIDE_HANDLER: 0, USER_TURNS: 1, FAULTS: 4 }
+    defines: { ...protocol, NAT_OUTSIDE_HANDLER: 0, USER_TURNS: 1, FAULTS: F_HANG }
   },
   {
     name: "protocol: safety, both paths, every fault kind, lease 3 ticks, write delay 2",
@@ -196,14 +204,29 @@ const allChecks: ReadonlyArray<Check> = [
 
 const checks = allChecks.filter((check) => full || check.full !== true)
 const only = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length)
-let failed = 0
-const started = performance.now()
-console.log(
-  `model constants from src/delivery/protocol.ts: lease ${DEFAULT_LEASE_MS} ms -> ${derived.lease} ticks, ` +
-    `write-delay bound ${WRITE_DELAY_BOUND_MS} ms -> ${derived.writeDelay} tick`
-)
-for (const [index, check] of checks.entries()) {
-  if (only !== undefined && !check.name.includes(only)) continue
+const selected = checks.filter((check) => only === undefined || check.name.includes(only))
+
+/** Run a command to its end; its output, whatever its exit status. */
+const run = (command: string, args: ReadonlyArray<string>, cwd: string): Promise<string> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd, stdio: ["ignore", "pipe", "pipe"] })
+    let out = ""
+    child.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString()
+    })
+    child.stderr.on("data", (chunk: Buffer) => {
+      out += chunk.toString()
+    })
+    child.on("error", reject)
+    child.on("close", () => resolve(out))
+  })
+
+interface Outcome {
+  readonly ok: boolean
+  readonly lines: ReadonlyArray<string>
+}
+
+const verify = async (check: Check, index: number): Promise<Outcome> => {
   const dir = mkdtempSync(join(tmpdir(), "pwt-model-"))
   try {
     copyFileSync(join(root, "model", "delivery.pml"), join(dir, "delivery.pml"))
@@ -214,21 +237,20 @@ for (const [index, check] of checks.entries()) {
         .join("")
     )
     const t0 = performance.now()
-    execFileSync("spin", ["-a", "delivery.pml"], { cwd: dir, stdio: "ignore" })
+    await run("spin", ["-a", "delivery.pml"], dir)
     const mode = check.property === "safety" ? ["-DSAFETY", "-DNOCLAIM"] : ["-DNFAIR=3"]
-    // COLLAPSE: exact state compression (a proof, unlike bitstate or hash compaction). gcc -O0
-    // compiles in a tenth of the -O2 time, which the default checks' searches do not win back.
-    const optimize = check.full === true ? "-O2" : "-O0"
-    execFileSync("gcc", [optimize, "-w", ...mode, "-DCOLLAPSE", "-DNOBOUNDCHECK", "-o", "pan", "pan.c"], {
-      cwd: dir
-    })
+    // gcc -O0 compiles in a sixth of the -O2 time, which only a search of millions of states wins
+    // back. COLLAPSE (exact state compression; a proof, unlike bitstate or hash compaction)
+    // keeps the --full searches' memory down; the default ones fit in 400 MB without it.
+    const large = check.full === true || check.large === true
+    const build = [large ? "-O2" : "-O0", ...(check.full === true ? ["-DCOLLAPSE"] : [])]
+    const compiled = await run("gcc", [...build, "-w", ...mode, "-DNOBOUNDCHECK", "-o", "pan", "pan.c"], dir)
     const hash = full ? "-w26" : "-w22"
     const panArgs =
       check.property === "safety"
-        ? ["-E", "-m2000000", hash]
-        : ["-a", "-f", "-m2000000", hash, "-N", check.property]
-    const run = spawnSync("./pan", panArgs, { cwd: dir, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 })
-    const out = `${run.stdout}${run.stderr}`
+        ? ["-E", "-m100000", hash]
+        : ["-a", "-f", "-m100000", hash, "-N", check.property]
+    const out = existsSync(join(dir, "pan")) ? await run("./pan", panArgs, dir) : compiled
     const errors = Number(/errors: (\d+)/.exec(out)?.[1] ?? Number.NaN)
     const states = /(\d+) states, stored/.exec(out)?.[1] ?? "?"
     const seconds = ((performance.now() - t0) / 1_000).toFixed(1)
@@ -237,22 +259,48 @@ for (const [index, check] of checks.entries()) {
     const found = errors > 0 ? "counterexample" : errors === 0 && !cut ? "verified" : "no result"
     const kind = found === "counterexample" ? violated(out) : null
     const ok = found === check.expect && (check.violates === undefined || kind === check.violates)
-    if (!ok) failed++
     const detail = kind === null ? found : `${found} (${kind})`
-    console.log(`${ok ? "ok  " : "FAIL"} ${check.name}: ${detail}, ${states} states, ${seconds} s`)
+    const lines = [`${ok ? "ok  " : "FAIL"} ${check.name}: ${detail}, ${states} states, ${seconds} s`]
     if (found === "counterexample" && (!ok || !quiet)) {
-      const trail = spawnSync("spin", ["-t", "delivery.pml"], { cwd: dir, encoding: "utf8" })
-      const steps = trail.stdout
+      const trail = await run("spin", ["-t", "delivery.pml"], dir)
+      const steps = trail
         .split("\n")
         .filter((line) => line.includes("MSC:"))
         .map((line) => `      ${line.trim().replace(/^MSC: /, "")}`)
-      if (!ok || process.argv.includes("--trails")) console.log(steps.join("\n"))
-      else console.log(`      (${steps.length} steps; --trails prints them; ${index})`)
+      if (!ok || process.argv.includes("--trails")) lines.push(...steps)
+      else lines.push(`      (${steps.length} steps; --trails prints them; ${index})`)
     }
-    if (found === "no result") console.log(out.slice(-2_000))
+    if (found === "no result") lines.push(out.slice(-2_000))
+    return { ok, lines }
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
+}
+
+const started = performance.now()
+console.log(
+  `model constants from src/delivery/protocol.ts: lease ${DEFAULT_LEASE_MS} ms -> ${derived.lease} ticks, ` +
+    `write-delay bound ${WRITE_DELAY_BOUND_MS} ms -> ${derived.writeDelay} tick`
+)
+// One search per core at a time, the longest first; results are printed in the checks' order.
+const order = [...selected.keys()]
+const results: Array<Promise<Outcome>> = []
+const slots = Math.max(1, availableParallelism())
+let next = 0
+const worker = async (): Promise<void> => {
+  while (next < order.length) {
+    const index = order[next++] ?? 0
+    const check = selected[index]
+    if (check !== undefined) results[index] = verify(check, index)
+    await results[index]
+  }
+}
+await Promise.all(Array.from({ length: slots }, worker))
+let failed = 0
+for (const result of results) {
+  const outcome = await result
+  if (!outcome.ok) failed++
+  console.log(outcome.lines.join("\n"))
 }
 console.log(
   `check:model ${failed === 0 ? "passed" : `FAILED (${failed})`} in ${((performance.now() - started) / 1_000).toFixed(1)} s`
