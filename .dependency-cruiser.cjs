@@ -23,12 +23,12 @@ module.exports = {
     {
       name: "only-store-imports-sql",
       comment:
-        "SQL (@effect/sql, better-sqlite3, Reactivity) belongs to store/ and the test kits. Known " +
+        "SQL (@effect/sql, @effect/sql-pg, pg, better-sqlite3, Reactivity) belongs to store/ and the test kits. Known " +
         "exception until the composed layer stops exposing SqlClient: app/layers.ts's type import.",
       severity: "error",
       from: { path: "^src/", pathNot: ["^src/store/", "^src/testing/", "^src/testing[.]ts$"] },
       to: {
-        path: "^node_modules/(@effect/sql|@effect/experimental|better-sqlite3)/",
+        path: "^node_modules/(@effect/sql|@effect/sql-pg|@effect/experimental|better-sqlite3|pg|pg-[a-z-]+)/",
         dependencyTypesNot: ["type-only"]
       }
     },
@@ -41,7 +41,7 @@ module.exports = {
         pathNot: ["^src/store/", "^src/testing/", "^src/testing[.]ts$", "^src/app/layers[.]ts$"]
       },
       to: {
-        path: "^node_modules/(@effect/sql|@effect/experimental|better-sqlite3)/",
+        path: "^node_modules/(@effect/sql|@effect/sql-pg|@effect/experimental|better-sqlite3|pg|pg-[a-z-]+)/",
         dependencyTypes: ["type-only"]
       }
     },

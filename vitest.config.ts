@@ -1,14 +1,47 @@
 import { configDefaults, defineConfig } from "vitest/config"
 
+/**
+ * The store suites that run on both backends: the `sqlite` project runs every test, the
+ * `postgres` project these files again with PWT_STORE_BACKEND=postgres against a throwaway
+ * PostgreSQL cluster (test/pg-global-setup.ts; docs/postgres.md).
+ */
+export const POSTGRES_SUITES = [
+  "test/store/bad-input.test.ts",
+  "test/store/claims.test.ts",
+  "test/store/ensure.test.ts",
+  "test/store/list.test.ts",
+  "test/store/resolution.test.ts"
+]
+
+const shared = {
+  testTimeout: 30_000,
+  hookTimeout: 60_000,
+  pool: "forks"
+} as const
+
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
-    // Packing and installing the tarball: `npm run test:installed` (vitest.installed.config.ts).
-    exclude: [...configDefaults.exclude, "test/e2e/installed/**"],
-    globalSetup: ["test/global-setup.ts"],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
-    pool: "forks",
+    projects: [
+      {
+        test: {
+          ...shared,
+          name: "sqlite",
+          include: ["test/**/*.test.ts"],
+          // Packing and installing the tarball: `npm run test:installed` (vitest.installed.config.ts).
+          exclude: [...configDefaults.exclude, "test/e2e/installed/**"],
+          globalSetup: ["test/global-setup.ts"]
+        }
+      },
+      {
+        test: {
+          ...shared,
+          name: "postgres",
+          include: POSTGRES_SUITES,
+          globalSetup: ["test/pg-global-setup.ts"],
+          env: { PWT_STORE_BACKEND: "postgres" }
+        }
+      }
+    ],
     coverage: {
       provider: "v8",
       include: ["src/**/*.ts"],
