@@ -10,7 +10,12 @@ export const POSTGRES_SUITES = [
   "test/store/claims.test.ts",
   "test/store/ensure.test.ts",
   "test/store/list.test.ts",
-  "test/store/resolution.test.ts"
+  "test/store/resolution.test.ts",
+  "test/engine/run-store.test.ts",
+  "test/notifications/notifications.test.ts",
+  "test/notifications/app.test.ts",
+  "test/conformance/conformance.test.ts",
+  "test/conformance/races.test.ts"
 ]
 
 const shared = {

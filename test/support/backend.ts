@@ -7,9 +7,12 @@
  * opens gets its own schema in it (via the URL's `search_path`), as fresh as a new SQLite file.
  */
 import { randomBytes } from "node:crypto"
-import { Effect, type Scope } from "effect"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import { Clock, Effect, type Layer, type Scope } from "effect"
 import pg from "pg"
 import { inject } from "vitest"
+import { Database, type OpenError } from "../../src/store/database.ts"
+import * as DatabasePg from "../../src/store/pg/database-pg.ts"
 import { databaseUrl } from "./pg-cluster.ts"
 import { tempDbPath } from "./temp-db.ts"
 
@@ -58,3 +61,40 @@ export const freshPgUrl: Effect.Effect<string> = Effect.promise(async () => {
 
 /** A fresh store location for the current backend: a temp SQLite file, or a fresh PG schema. */
 export const freshLocation: Effect.Effect<string, never, Scope.Scope> = isPg ? freshPgUrl : tempDbPath
+
+/** The controller database (Database + SqlClient) at `location`: a SQLite file or a PostgreSQL URL. */
+export const databaseLayerAt = (
+  location: string,
+  options: { readonly busyTimeoutMs?: number } = {}
+): Layer.Layer<Database | SqlClient.SqlClient, OpenError> =>
+  isPgLocation(location)
+    ? DatabasePg.layer({ url: location, ...options })
+    : Database.layer({ filename: location, ...options })
+
+const wallClock = Clock.make()
+
+/**
+ * Read `probe` until `done` holds (at most `timeoutMs` of real time). On SQLite every store call
+ * completes inside the calling fiber, so after a `TestClock.adjust` the woken fibers are done;
+ * on PostgreSQL they may still await the server. Returns the last value read either way, so the
+ * test's own assertion reports a miss.
+ */
+export const whenDone = <A, E, R>(
+  probe: Effect.Effect<A, E, R>,
+  done: (a: A) => boolean,
+  timeoutMs = 5_000
+): Effect.Effect<A, E, R> => {
+  const poll = (deadline: number): Effect.Effect<A, E, R> =>
+    Effect.flatMap(probe, (value) =>
+      done(value)
+        ? Effect.succeed(value)
+        : Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            now >= deadline
+              ? Effect.succeed(value)
+              : Effect.zipRight(Effect.sleep("5 millis"), poll(deadline))
+          )
+    )
+  return Effect.flatMap(Clock.currentTimeMillis, (now) => poll(now + timeoutMs)).pipe(
+    Effect.withClock(wallClock)
+  )
+}

@@ -36,27 +36,28 @@ const metadata = `CREATE TABLE pi_workflows_metadata (
   value ${T} NOT NULL
 )`
 
-// \`rowid\`: SQLite's implicit row number, made explicit; the store orders and takes by it.
+// `rowid` (last, so positional INSERTs of the seven columns still fit): SQLite's implicit row
+// number, made explicit; the store orders and takes by it.
 const notifications = `CREATE TABLE workflow_notifications (
-  rowid BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
   notification_id ${T} PRIMARY KEY NOT NULL,
   run_id ${T} NOT NULL,
   target_session_id ${T} NOT NULL,
   kind ${T} NOT NULL CHECK (kind IN ('progress', 'final')),
   payload_json ${T} NOT NULL,
   created_at ${T} NOT NULL,
-  delivered_at ${T}
+  delivered_at ${T},
+  rowid BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE
 )`
 
 /**
- * Two statements shared with SQLite use its two-argument scalar \`max\`; PostgreSQL spells it
+ * Two statements shared with SQLite use its two-argument scalar `max`; PostgreSQL spells it
  * GREATEST. This overload (beside the one-argument aggregate) lets them run unchanged.
  */
 const scalarMax = `CREATE OR REPLACE FUNCTION max(a INTEGER, b INTEGER) RETURNS INTEGER
   LANGUAGE sql IMMUTABLE AS 'SELECT GREATEST(a, b)'`
 
 /**
- * A delivered notification never changes. \`takePending\` marks rows chosen by a subquery; under
+ * A delivered notification never changes. `takePending` marks rows chosen by a subquery; under
  * READ COMMITTED a second deliverer's UPDATE waits for the first one's row lock and would then
  * mark (and return) the same row again. Skipping the update of a delivered row (RETURN NULL
  * leaves it out of RETURNING too) makes each row taken exactly once, as on SQLite.
