@@ -11,12 +11,16 @@ export const POSTGRES_SUITES = [
   "test/store/ensure.test.ts",
   "test/store/list.test.ts",
   "test/store/resolution.test.ts",
+  "test/store/postgres.test.ts",
   "test/engine/run-store.test.ts",
   "test/notifications/notifications.test.ts",
   "test/notifications/app.test.ts",
   "test/conformance/conformance.test.ts",
   "test/conformance/races.test.ts"
 ]
+
+/** Files about PostgreSQL itself: the `postgres` project only. */
+const POSTGRES_ONLY = ["test/store/postgres.test.ts"]
 
 const shared = {
   testTimeout: 30_000,
@@ -33,7 +37,7 @@ export default defineConfig({
           name: "sqlite",
           include: ["test/**/*.test.ts"],
           // Packing and installing the tarball: `npm run test:installed` (vitest.installed.config.ts).
-          exclude: [...configDefaults.exclude, "test/e2e/installed/**"],
+          exclude: [...configDefaults.exclude, "test/e2e/installed/**", ...POSTGRES_ONLY],
           globalSetup: ["test/global-setup.ts"]
         }
       },
