@@ -6,11 +6,14 @@
  */
 import { createServer } from "node:net"
 import { describe, expect, it } from "@effect/vitest"
+import pg from "pg"
 import { Context, Effect, Exit, Layer, Option } from "effect"
 import { layerStoresPg } from "../../src/app/layers.ts"
 import { NOTIFICATION_SCHEMA, NotificationStore } from "../../src/store/notification-store.ts"
 import * as DatabasePg from "../../src/store/pg/database-pg.ts"
-import { layerNotificationStorePg } from "../../src/store/pg/stores-pg.ts"
+import { layerNotificationStorePg, layerRunStorePg } from "../../src/store/pg/stores-pg.ts"
+import { RunStore } from "../../src/store/run-store.ts"
+import { newRun } from "../notifications/kit.ts"
 import { freshPgUrl, pgQuery } from "../support/backend.ts"
 import { sampleIntent } from "../support/fixtures.ts"
 import { openStoreAt } from "../support/store.ts"
@@ -124,6 +127,94 @@ describe("rules the PostgreSQL database enforces, whatever code writes", () => {
         )
       ).toContain("check constraint")
       expect(yield* rejects(url, "UPDATE workflow_run_launches SET kind = 'start'")).toBe("accepted") // no rows
+    })
+  )
+})
+
+describe("network faults", () => {
+  it.scoped(
+    "dropped connections: calls fail as StoreFailure until the pool has reconnected, never a defect",
+    () =>
+      Effect.gen(function* () {
+        const url = yield* freshPgUrl
+        const store = yield* openStoreAt(url)
+        const intent = yield* store.ensure(sampleIntent())
+        // The server ends every other session of this database, as a restart or a proxy would.
+        yield* Effect.promise(() =>
+          pgQuery(
+            url,
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+          )
+        )
+        // Pooled connections learn of their end when used: each such call fails, typed, and
+        // drops its connection; once the pool has shed them all (at most its size) calls work.
+        const failures: Array<string> = []
+        let listed: ReadonlyArray<unknown> = []
+        for (let call = 0; call <= 10 && listed.length === 0; call++) {
+          const result = yield* Effect.either(store.list({ limit: 10 }))
+          if (result._tag === "Left") failures.push(result.left._tag)
+          else listed = result.right
+        }
+        expect(listed).toEqual([intent])
+        expect(failures.every((tag) => tag === "StoreFailure")).toBe(true)
+      })
+  )
+})
+
+describe("a slow server", () => {
+  it.live("a call stuck behind another client's lock is bounded by the caller's timeout, then works", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const url = yield* freshPgUrl
+        const store = yield* openStoreAt(url)
+        const input = sampleIntent()
+        // Another client inserts the same intent and holds its transaction open: the store's
+        // INSERT waits on the key, like a statement to an overloaded or distant server.
+        const other = yield* Effect.acquireRelease(
+          Effect.promise(async () => {
+            const client = new pg.Client({ connectionString: url })
+            await client.connect()
+            return client
+          }),
+          (client) => Effect.promise(() => client.end())
+        )
+        const intent = yield* store.ensure(input)
+        yield* Effect.promise(() => other.query("BEGIN"))
+        yield* Effect.promise(() =>
+          other.query("UPDATE workflow_turn_intents SET eligible_at = 'x' WHERE intent_id = $1", [
+            intent.intentId
+          ])
+        )
+        // The abort path bounds its write the same way (abort-ordering.ts: timeoutFail).
+        const bounded = yield* store
+          .makeEligible({ intentId: intent.intentId })
+          .pipe(Effect.timeout("300 millis"), Effect.either)
+        expect(bounded._tag === "Left" && bounded.left._tag).toBe("TimeoutException")
+        yield* Effect.promise(() => other.query("ROLLBACK"))
+        // The interrupted statement was cancelled on the server: nothing it wanted was written.
+        expect(Option.getOrThrow(yield* store.get(intent.intentId)).eligibleAt).toBeNull()
+        expect((yield* store.makeEligible({ intentId: intent.intentId })).eligibleAt).not.toBeNull()
+      })
+    )
+  )
+})
+
+describe("runs under real concurrency (SERIALIZABLE transactions, retried)", () => {
+  it.scoped("racing activations of one queued run: exactly one claim wins, the rest are refused", () =>
+    Effect.gen(function* () {
+      const url = yield* freshPgUrl
+      const runs = Context.get(yield* Layer.build(layerRunStorePg({ url })), RunStore)
+      yield* runs.reserve(newRun("r1"))
+      const outcomes = yield* Effect.forEach(
+        Array.from({ length: 12 }, (_, i) => i),
+        (i) => Effect.either(runs.claim({ runId: "r1", token: `t-${i}`, leaseMs: 60_000, mode: "activate" })),
+        { concurrency: "unbounded" }
+      )
+      const won = outcomes.flatMap((o) => (o._tag === "Right" ? [o.right.claimToken] : []))
+      const refused = outcomes.flatMap((o) => (o._tag === "Left" ? [o.left._tag] : []))
+      expect(won).toHaveLength(1)
+      expect(new Set(refused)).toEqual(new Set(["ClaimRefused"]))
+      expect(Option.getOrThrow(yield* runs.get("r1")).claimToken).toBe(won[0])
     })
   )
 })
