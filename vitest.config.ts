@@ -17,7 +17,8 @@ export const POSTGRES_SUITES = [
   "test/notifications/app.test.ts",
   "test/conformance/conformance.test.ts",
   "test/conformance/races.test.ts",
-  "test/races/intent-race.test.ts"
+  "test/races/intent-race.test.ts",
+  "test/races/mixed-race.test.ts"
 ]
 
 /** Files about PostgreSQL itself: the `postgres` project only. */

@@ -7,6 +7,7 @@
  * opens gets its own schema in it (via the URL's `search_path`), as fresh as a new SQLite file.
  */
 import { randomBytes } from "node:crypto"
+import BetterSqlite from "better-sqlite3"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect, type Layer, type Scope } from "effect"
 import pg from "pg"
@@ -98,3 +99,16 @@ export const whenDone = <A, E, R>(
     Effect.withClock(wallClock)
   )
 }
+
+/** Every row a raw query returns at `location`, on a connection of its own (decode before use). */
+export const rawRowsAt = (location: string, text: string): Effect.Effect<ReadonlyArray<unknown>> =>
+  isPgLocation(location)
+    ? Effect.promise(() => pgQuery(location, text))
+    : Effect.sync(() => {
+        const db = new BetterSqlite(location, { readonly: true })
+        try {
+          return db.prepare(text).all()
+        } finally {
+          db.close()
+        }
+      })
