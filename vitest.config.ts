@@ -18,7 +18,14 @@ export const POSTGRES_SUITES = [
   "test/conformance/conformance.test.ts",
   "test/conformance/races.test.ts",
   "test/races/intent-race.test.ts",
-  "test/races/mixed-race.test.ts"
+  "test/races/mixed-race.test.ts",
+  "test/app/tool-actions.test.ts",
+  "test/app/commands-and-hooks.test.ts",
+  "test/terminal/terminal-messages.test.ts",
+  "test/terminal/terminal-list.test.ts",
+  "test/app/claim-transfer.test.ts",
+  "test/app/restart.test.ts",
+  "test/terminal/restart-app.test.ts"
 ]
 
 /** Files about PostgreSQL itself: the `postgres` project only. */

@@ -199,6 +199,6 @@ describe("cross-process race over runs and intents", () => {
           expect(Math.max(...runRows.map((r) => r.claims))).toBeGreaterThan(1)
         })
       ),
-    40_000
+    Math.max(40_000, DURATION_MS + 30_000 + INTENTS * 10)
   )
 })

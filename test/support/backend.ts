@@ -12,8 +12,9 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect, type Layer, type Scope } from "effect"
 import pg from "pg"
 import { inject } from "vitest"
-import { Database, type OpenError } from "../../src/store/database.ts"
+import { Database, type DatabaseOptions, type OpenError } from "../../src/store/database.ts"
 import * as DatabasePg from "../../src/store/pg/database-pg.ts"
+import type { PgDatabaseOptions } from "../../src/store/pg/database-pg.ts"
 import { databaseUrl } from "./pg-cluster.ts"
 import { tempDbPath } from "./temp-db.ts"
 
@@ -112,3 +113,7 @@ export const rawRowsAt = (location: string, text: string): Effect.Effect<Readonl
           db.close()
         }
       })
+
+/** `layerApp`'s `database` option for a location of either backend. */
+export const appDatabase = (location: string): DatabaseOptions | PgDatabaseOptions =>
+  isPgLocation(location) ? { url: location } : { filename: location }
