@@ -29,10 +29,12 @@ import { scalingSection } from "./scaling.ts"
 import { type BenchContext, type BenchSection, type Check, mark } from "./section.ts"
 import { median, us } from "./stats.ts"
 import { storeSection } from "./store.ts"
+import { storePgSection } from "./store-pg.ts"
 
 /** Every section, in report order. */
 const SECTIONS: ReadonlyArray<BenchSection> = [
   storeSection,
+  storePgSection,
   breakdownSection,
   scalingSection,
   listIndexSection,

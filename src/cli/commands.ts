@@ -7,7 +7,7 @@ import { existsSync, statSync } from "node:fs"
 import { resolve } from "node:path"
 import { Args, Command, Options } from "@effect/cli"
 import { Clock, Console, Data, Effect, Layer, Option } from "effect"
-import { resolveDbPath } from "../extension/db-path.ts"
+import { isPostgresUrl, resolveDbPath } from "../extension/db-path.ts"
 import { Database, legacyLaunchFailures } from "../store/database.ts"
 import { RunState, RunStore } from "../store/run-store.ts"
 import * as LaunchStoreSqlite from "../store/launch-store-sqlite.ts"
@@ -68,11 +68,18 @@ const checkLimit = (limit: number) =>
 /** The file to read: `--db` (relative to the working directory), else where the extension keeps it. */
 export const databasePath = (db: Option.Option<string>) =>
   Effect.try({
-    try: () =>
-      Option.match(db, {
+    try: () => {
+      const path = Option.match(db, {
         onNone: () => resolveDbPath(process.cwd(), process.env),
-        onSome: (path) => resolve(process.cwd(), path)
-      }),
+        onSome: (path) => (isPostgresUrl(path) ? path : resolve(process.cwd(), path))
+      })
+      if (isPostgresUrl(path)) {
+        throw new Error(
+          "this CLI reads SQLite stores only; a PostgreSQL store is inspected with SQL (docs/postgres.md)"
+        )
+      }
+      return path
+    },
     catch: (error) =>
       new CliFailure({ message: error instanceof Error ? error.message : String(error), exitCode: 2 })
   })

@@ -26,7 +26,7 @@ import { executeFailed, isBusyError, makeConnection, retryBusy, withLockBudget }
 import { asStoreFailure, storeFailure } from "./store-errors.ts"
 
 /** The lock budget helpers (`sqlite-connection.ts`), part of this module's public surface. */
-export { ABORT_LOCK_BUDGET_MS, withLockBudget } from "./sqlite-connection.ts"
+export { ABORT_LOCK_BUDGET_MS, currentLockBudget, withLockBudget } from "./sqlite-connection.ts"
 
 export interface DatabaseOptions {
   /** Absolute path of the SQLite file (created when missing). */

@@ -21,6 +21,9 @@ export const executeFailed = (cause: unknown) =>
  */
 const busyBudget = FiberRef.unsafeMake<number | null>(null)
 
+/** The current fiber's lock budget (ms), null for the database default; other backends honour it too. */
+export const currentLockBudget: Effect.Effect<number | null> = FiberRef.get(busyBudget)
+
 /**
  * Run `effect` with its statements waiting at most `ms` for another connection's lock (a
  * fiber-local budget, so it reaches the stores' statements without passing anything).

@@ -9,8 +9,8 @@ import { Effect, Schema } from "effect"
 import { collect, spawnNode } from "../support/node-child.ts"
 import { startBarrier } from "./kit.ts"
 import { sampleFacts, sampleIntent } from "../support/fixtures.ts"
-import { openStoreAt, queryRows, rawDb } from "../support/store.ts"
-import { tempDbPath } from "../support/temp-db.ts"
+import { openStoreAt, rawDb } from "../support/store.ts"
+import { backend, freshLocation, isPgLocation, pgQuery } from "../support/backend.ts"
 import { decodeReport, type WorkerConfig, type WorkerReport } from "./intent-protocol.ts"
 
 const WORKERS = Number(process.env.RACE_WORKERS ?? 4)
@@ -24,6 +24,23 @@ const runs = Array.from({ length: SESSIONS * RUNS_PER_SESSION }, (_, i) => ({
   targetSessionId: `race-session-${i % SESSIONS}`
 }))
 const sessions = Array.from({ length: SESSIONS }, (_, i) => `race-session-${i}`)
+
+const IntentRows = Schema.Array(
+  Schema.Struct({
+    intent_id: Schema.String,
+    resolved_at: Schema.NullOr(Schema.String),
+    resolution_message_id: Schema.NullOr(Schema.String)
+  })
+)
+
+/** Every intent row as the database holds it, read by a connection of its own. */
+const allIntents = (location: string) => {
+  const text = "SELECT intent_id, resolved_at, resolution_message_id FROM workflow_turn_intents"
+  const raw = isPgLocation(location)
+    ? Effect.promise(() => pgQuery(location, text))
+    : Effect.scoped(Effect.map(rawDb(location), (db) => db.prepare(text).all()))
+  return Effect.flatMap(raw, Schema.decodeUnknown(IntentRows))
+}
 
 const parseReports = (worker: string, stdout: string): ReadonlyArray<WorkerReport> =>
   stdout
@@ -39,12 +56,12 @@ const parseReports = (worker: string, stdout: string): ReadonlyArray<WorkerRepor
 
 describe("cross-process race", () => {
   it.live(
-    `${WORKERS} processes × ${INTENTS} intents: no duplicate resolution, none lost, no SQLITE_BUSY`,
+    `${WORKERS} processes × ${INTENTS} intents: no duplicate resolution, none lost, no store failure (${backend})`,
     () =>
       Effect.scoped(
         Effect.gen(function* () {
           expect(WORKERS).toBeGreaterThanOrEqual(3)
-          const dbPath = yield* tempDbPath
+          const dbPath = yield* freshLocation
           // Seed every intent eligible, spread over runs and sessions.
           yield* Effect.scoped(
             Effect.gen(function* () {
@@ -68,7 +85,7 @@ describe("cross-process race", () => {
               dbPath,
               worker: `w${i}`,
               seed: 1_000 + i,
-              durationMs: 15_000,
+              durationMs: Math.max(15_000, INTENTS * 12),
               runs,
               sessions
             }
@@ -109,16 +126,7 @@ describe("cross-process race", () => {
           expect(duplicates).toEqual([])
 
           // Zero lost: every intent is resolved in the database, by exactly the reported winner.
-          const db = yield* rawDb(dbPath)
-          const rows = queryRows(
-            db,
-            Schema.Struct({
-              intent_id: Schema.String,
-              resolved_at: Schema.NullOr(Schema.String),
-              resolution_message_id: Schema.NullOr(Schema.String)
-            }),
-            "SELECT intent_id, resolved_at, resolution_message_id FROM workflow_turn_intents"
-          )
+          const rows = yield* allIntents(dbPath)
           expect(rows).toHaveLength(INTENTS)
           const unresolved = rows.filter((row) => row.resolved_at === null)
           expect(unresolved).toEqual([])
@@ -135,7 +143,7 @@ describe("cross-process race", () => {
           const seconds = elapsedMs / 1_000
           console.log(
             [
-              `race: ${WORKERS} processes × ${INTENTS} intents in ${seconds.toFixed(2)} s`,
+              `race (${backend}): ${WORKERS} processes × ${INTENTS} intents in ${seconds.toFixed(2)} s`,
               `  resolved ${rows.length - unresolved.length}/${INTENTS}, duplicates ${duplicates.length}, lost ${unresolved.length}, store failures ${errors.length}`,
               `  store ops ${totals.ops} (${Math.round((totals.ops ?? 0) / seconds)} ops/s), resolves ${Math.round(INTENTS / seconds)}/s`,
               `  claims: calls ${totals.claimCalls}, intents claimed ${totals.claimed}, released ${totals.released}, abandoned ${totals.abandoned}, held past lease ${totals.heldPastLease}, resolve lost (ClaimNotHeld) ${totals.notHeld}`,
@@ -144,6 +152,7 @@ describe("cross-process race", () => {
           )
         })
       ),
-    30_000
+    // Seeding is sequential: a long run (RACE_INTENTS=5000 for ≥ 10^4 store operations) needs longer.
+    Math.max(30_000, 60_000 + INTENTS * 20)
   )
 })

@@ -10,6 +10,7 @@
 import { Effect, Layer, Option, Random } from "effect"
 import type { TurnIntent } from "../../src/domain/turn-intent.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
+import { layerTurnIntentStorePg } from "../../src/store/pg/stores-pg.ts"
 import { layerSqlite } from "../../src/store/turn-intent-store-sqlite.ts"
 import { decodeConfig, type WorkerConfig, type WorkerReport } from "./intent-protocol.ts"
 import { pick, reportLine, waitForGo } from "./kit.ts"
@@ -123,7 +124,13 @@ const compete = (config: WorkerConfig) =>
 const config = decodeConfig(process.argv[2] ?? "")
 const program = compete(config).pipe(
   Effect.withRandom(Random.make(config.seed)),
-  Effect.provide(Layer.orDie(layerSqlite({ filename: config.dbPath })))
+  Effect.provide(
+    Layer.orDie(
+      /^postgres(ql)?:\/\//.test(config.dbPath)
+        ? layerTurnIntentStorePg({ url: config.dbPath })
+        : layerSqlite({ filename: config.dbPath })
+    )
+  )
 )
 Effect.runPromise(program).catch((error: unknown) => {
   process.stderr.write(`race worker ${config.worker} failed: ${String(error)}\n`)

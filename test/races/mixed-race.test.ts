@@ -12,14 +12,13 @@
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
-import { layerStores } from "../../src/app/layers.ts"
+import { layerStores, layerStoresPg } from "../../src/app/layers.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { collect, spawnNode } from "../support/node-child.ts"
 import { startBarrier } from "./kit.ts"
 import { sampleFacts, sampleIntent } from "../support/fixtures.ts"
-import { queryRows, rawDb } from "../support/store.ts"
-import { tempDbPath } from "../support/temp-db.ts"
+import { backend, freshLocation, isPgLocation, rawRowsAt } from "../support/backend.ts"
 import { decodeReport, type WorkerConfig, type WorkerReport } from "./mixed-protocol.ts"
 
 const WORKERS = Number(process.env.RACE_WORKERS ?? 4)
@@ -48,10 +47,16 @@ const parse = (worker: string, stdout: string): ReadonlyArray<WorkerReport> =>
       }
     })
 
+/** Raw rows at the database, decoded: checked, never cast. */
+const rowsAt = <A, I>(location: string, schema: Schema.Schema<A, I>, text: string) =>
+  Effect.flatMap(rawRowsAt(location, text), Schema.decodeUnknown(Schema.Array(schema)))
+
 const seed = (dbPath: string) =>
   Effect.scoped(
     Effect.gen(function* () {
-      const context = yield* Layer.build(layerStores({ filename: dbPath }))
+      const context = yield* Layer.build(
+        isPgLocation(dbPath) ? layerStoresPg({ url: dbPath }) : layerStores({ filename: dbPath })
+      )
       const runs = yield* Effect.provide(RunStore, context)
       const intents = yield* Effect.provide(TurnIntentStore, context)
       for (const [i, runId] of runIds.entries()) {
@@ -90,7 +95,7 @@ describe("cross-process race over runs and intents", () => {
     () =>
       Effect.scoped(
         Effect.gen(function* () {
-          const dbPath = yield* tempDbPath
+          const dbPath = yield* freshLocation
           yield* seed(dbPath)
           const children = Array.from({ length: WORKERS }, (_, i) => {
             const config: WorkerConfig = {
@@ -132,10 +137,9 @@ describe("cross-process race over runs and intents", () => {
           const errors = reports.filter((r) => r.type === "error")
           expect(errors).toEqual([])
 
-          const db = yield* rawDb(dbPath)
           // Runs: what the database holds against what the workers were told was accepted.
-          const steps = queryRows(
-            db,
+          const steps = yield* rowsAt(
+            dbPath,
             Schema.Struct({ run_id: Schema.String, seq: Schema.Number, attempt_id: Schema.String }),
             "SELECT run_id, seq, attempt_id FROM workflow_steps ORDER BY run_id, seq"
           )
@@ -150,8 +154,8 @@ describe("cross-process race over runs and intents", () => {
             const segments = tokens.filter((token, i) => i === 0 || tokens[i - 1] !== token)
             doubleOwnership += segments.length - new Set(segments).size
           }
-          const runRows = queryRows(
-            db,
+          const runRows = yield* rowsAt(
+            dbPath,
             Schema.Struct({ run_id: Schema.String, state: Schema.String, claims: Schema.Number }),
             "SELECT run_id, state, claims FROM workflow_runs"
           )
@@ -165,8 +169,8 @@ describe("cross-process race over runs and intents", () => {
           for (const r of resolved)
             perIntent.set(r.intentId, [...(perIntent.get(r.intentId) ?? []), r.messageId])
           const duplicates = [...perIntent.values()].filter((ids) => ids.length > 1).length
-          const intentRows = queryRows(
-            db,
+          const intentRows = yield* rowsAt(
+            dbPath,
             Schema.Struct({ intent_id: Schema.String, resolution_message_id: Schema.NullOr(Schema.String) }),
             "SELECT intent_id, resolution_message_id FROM workflow_turn_intents"
           )
@@ -175,7 +179,7 @@ describe("cross-process race over runs and intents", () => {
           const ops = totals.ops ?? 0
           console.log(
             [
-              `mixed race: ${WORKERS} processes, ${RUNS} runs + ${INTENTS} intents in ${seconds.toFixed(2)} s, ${Math.round(ops / seconds)} store ops/s`,
+              `mixed race (${backend}): ${WORKERS} processes, ${RUNS} runs + ${INTENTS} intents in ${seconds.toFixed(2)} s, ${Math.round(ops / seconds)} store ops/s`,
               `  runs: claims ${totals.runClaims}, claim lost ${totals.ClaimLost ?? 0}, refused ${totals.ClaimRefused ?? 0}, slept past lease ${totals.sleptPastLease}, parked ${totals.parked}, abandoned ${totals.abandonedRuns}; fenced writes ${wrote.length}; double ownership ${doubleOwnership}, ended twice ${endedTwice.length}, lost ${lostRuns.length}`,
               `  intents: claimed ${totals.intentsClaimed}, resolve refused ${totals.ClaimNotHeld ?? 0}, abandoned ${totals.abandonedIntents}, held past lease ${totals.heldPastLease}; duplicates ${duplicates}, lost ${lostIntents}; store failures ${errors.length}`
             ].join("\n")
@@ -195,6 +199,6 @@ describe("cross-process race over runs and intents", () => {
           expect(Math.max(...runRows.map((r) => r.claims))).toBeGreaterThan(1)
         })
       ),
-    40_000
+    Math.max(40_000, DURATION_MS + 30_000 + INTENTS * 10)
   )
 })

@@ -12,6 +12,7 @@
  */
 import { Effect, Layer, Option, Random } from "effect"
 import { Database } from "../../src/store/database.ts"
+import * as DatabasePg from "../../src/store/pg/database-pg.ts"
 import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
 import * as TurnIntentStoreSqlite from "../../src/store/turn-intent-store-sqlite.ts"
 import type { TurnIntent } from "../../src/domain/turn-intent.ts"
@@ -188,7 +189,11 @@ const program = compete(config).pipe(
   // Both stores on one connection, as src/app/layers.ts opens them (without the engine).
   Effect.provide(
     Layer.merge(TurnIntentStoreSqlite.layer, RunStoreSqlite.layer).pipe(
-      Layer.provideMerge(Database.layer({ filename: config.dbPath }))
+      Layer.provideMerge(
+        /^postgres(ql)?:\/\//.test(config.dbPath)
+          ? DatabasePg.layer({ url: config.dbPath })
+          : Database.layer({ filename: config.dbPath })
+      )
     )
   ),
   Effect.orDie
