@@ -90,8 +90,8 @@ bool tick[NC];     /* a periodic (or session start) pass is due */
 bool natOwed;      /* run 0's presentation is still to be delivered */
 byte faults;       /* crashes, refusals, hangs and lost messages so far */
 bool work[NC * 2]; /* process 2c (Pass) or 2c+1 (Natural) is computing */
-byte hang;         /* store calls hanging now */
-bool ht[NC * 2];   /* a tick happened since that process's call started hanging */
+bool hg[NC * 2];   /* process 2c (Pass) or 2c+1 (Natural) waits for a hanging store call */
+bool ht[NC * 2];   /* a tick happened since that call started hanging */
 /* Scratch, written before it is read within one atomic step: not part of the state. */
 hidden byte ok;
 hidden byte k;
@@ -106,7 +106,7 @@ hidden byte k;
   :: ok = 1 \
   :: (FAULTS & F_CRASH) && faults < MAXF -> faults++; ok = 0; crash((p) / 2) \
   :: (FAULTS & F_REFUSE) && faults < MAXF -> faults++; ok = 0; printf("MSC: store refuses\n") \
-  :: (FAULTS & F_HANG) && faults < MAXF -> faults++; hang++; printf("MSC: store hangs\n"); ht[p]; ht[p] = 0; hang--; ok = 1 \
+  :: (FAULTS & F_HANG) && faults < MAXF -> faults++; hg[p] = 1; printf("MSC: store hangs\n"); ht[p]; ht[p] = 0; hg[p] = 0; ok = 1 \
   fi
 
 #define CLAIMABLE(i, t) (!res[i] && (tok[i] == 0 || lease[i] == 0 || tok[i] == (t)))
@@ -152,14 +152,14 @@ active proctype Clock() {
   :: atomic {
        !DUE(0) && !DUE(1) && !DUE(2) && !DUE(3) && !PASS_DUE(0) && !PASS_DUE(1) &&
        !NAT_DUE(0) && !NAT_DUE(1) &&
-       (QUIET || hang > 0 || busy || NOTDUE(0) || NOTDUE(1) || NOTDUE(2) || NOTDUE(3)) ->
+       (QUIET || hg[0] || hg[1] || hg[2] || hg[3] || busy || NOTDUE(0) || NOTDUE(1) || NOTDUE(2) || NOTDUE(3)) ->
        for (k : 0 .. NI - 1) { if :: lease[k] > 0 -> lease[k]-- :: else fi }
        for (k : 0 .. NC * NI - 1) {
          if :: pend[k] > 0 && !hp[k] && wleft[k] > 0 -> wleft[k]-- :: else fi;
          /* The age of a send matters only while its intent is not in the branch. */
          if :: unc[k] && br[k % NI] == 0 && age[k] <= WDELAY -> age[k]++ :: else fi
        }
-       if :: hang > 0 -> for (k : 0 .. NC * 2 - 1) { ht[k] = 1 } :: else fi
+       for (k : 0 .. NC * 2 - 1) { if :: hg[k] -> ht[k] = 1 :: else fi }
        tick[0] = 1; tick[1] = 1; natRetry[0] = 0; natRetry[1] = 0;
        printf("MSC: tick (leases %d %d)\n", lease[0], lease[1]);
        k = 0
@@ -201,6 +201,7 @@ inline crash(x) {
     pend[AT(x, k)] = 0; wleft[AT(x, k)] = 0; hp[AT(x, k)] = 0; unc[AT(x, k)] = 0; age[AT(x, k)] = 0
   }
   natFor[x] = NONE; natRetry[x] = 0; settle[x] = 0; held[x] = 0;
+  hg[2 * x] = 0; hg[2 * x + 1] = 0; ht[2 * x] = 0; ht[2 * x + 1] = 0; /* its calls die with it */
   tick[x] = 1; /* the restarted Pi's session_start pass */
   gen[x]++
 }
