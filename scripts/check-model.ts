@@ -232,7 +232,8 @@ interface Outcome {
 const verify = async (check: Check, index: number): Promise<Outcome> => {
   const dir = mkdtempSync(join(tmpdir(), "pwt-model-"))
   try {
-    copyFileSync(join(root, "model", "delivery.pml"), join(dir, "delivery.pml"))
+    for (const file of ["delivery.pml", "environment.pml"])
+      copyFileSync(join(root, "model", file), join(dir, file))
     writeFileSync(
       join(dir, "constants.pml"),
       Object.entries(check.defines)
