@@ -22,9 +22,7 @@ module.exports = {
     },
     {
       name: "only-store-imports-sql",
-      comment:
-        "SQL (@effect/sql, better-sqlite3, Reactivity) belongs to store/ and the test kits. Known " +
-        "exception until the composed layer stops exposing SqlClient: app/layers.ts's type import.",
+      comment: "SQL (@effect/sql, better-sqlite3, Reactivity) belongs to store/ and the test kits",
       severity: "error",
       from: { path: "^src/", pathNot: ["^src/store/", "^src/testing/", "^src/testing[.]ts$"] },
       to: {
@@ -34,12 +32,9 @@ module.exports = {
     },
     {
       name: "only-store-imports-sql-types",
-      comment: "the same for type imports, with the one known exception named above",
+      comment: "the same for type imports",
       severity: "error",
-      from: {
-        path: "^src/",
-        pathNot: ["^src/store/", "^src/testing/", "^src/testing[.]ts$", "^src/app/layers[.]ts$"]
-      },
+      from: { path: "^src/", pathNot: ["^src/store/", "^src/testing/", "^src/testing[.]ts$"] },
       to: {
         path: "^node_modules/(@effect/sql|@effect/experimental|better-sqlite3)/",
         dependencyTypes: ["type-only"]

@@ -25,7 +25,6 @@ import type { SourceEvent } from "../src/domain/source-event.ts"
 import { DEFAULT_PERSIST_TIMEOUT_MS } from "../src/interruption/interruptions.ts"
 import { SourceEvents } from "../src/interruption/source-events.ts"
 import { layerFake, PiSessionFake } from "../src/session/pi-session-fake.ts"
-import { Database } from "../src/store/database.ts"
 import { TurnIntentStore } from "../src/store/turn-intent-store.ts"
 import { holdWriteLockInProcess } from "../src/testing/store-faults.ts"
 import { layerSqlite } from "../src/store/turn-intent-store-sqlite.ts"
@@ -121,10 +120,9 @@ const toolCallToAbort = (filename: string, runs: number) =>
  * (taken after the step was sent, released after the abort): the bound the abort keeps under a
  * foreign lock. Afterwards the run must still end `cancelled` and get its one fallback.
  */
-const toolCallUnderForeignLock = (runs: number) =>
+const toolCallUnderForeignLock = (filename: string, runs: number) =>
   Effect.gen(function* () {
     const fake = yield* PiSessionFake
-    const filename = (yield* Database).filename
     let abortedAt = 0
     yield* fake.onAbort(
       Effect.sync(() => {
@@ -341,7 +339,7 @@ export const abortSection: BenchSection = {
     const foreignRuns = context.quick ? 3 : 30
     const foreign = await run(
       Effect.scoped(
-        toolCallUnderForeignLock(foreignRuns).pipe(
+        toolCallUnderForeignLock(file("foreign"), foreignRuns).pipe(
           Effect.provide(
             layerApp({
               database: { filename: file("foreign") },

@@ -19,6 +19,7 @@ export const ANCHORS: Record<
   }
 > = {
   ensure: { label: "ensure (new intent)", reference: "216 / 634", floorFull: "136 / 285", floorNormal: "30" },
+  get: { label: "(no anchor)", reference: "—", floorFull: "—", floorNormal: "—" },
   list: {
     label: "find pending for run + session",
     reference: "27.8 / 64",
@@ -59,6 +60,7 @@ export const ANCHORS: Record<
  */
 export const PREVIOUS: Record<OpName, string> = {
   ensure: "70.0 / 1405 (3.33×)",
+  get: "—",
   list: "45.3 / 140 (3.79×)",
   claimForRun: "45.1 / 144 (3.90×)",
   release: "26.1 / 70.5 (2.76×)",

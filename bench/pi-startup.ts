@@ -13,8 +13,11 @@ import { pathToFileURL } from "node:url"
 import { build } from "esbuild"
 import { measureStartup } from "../test/e2e/harness/startup.ts"
 import { builtExtension, ROOT } from "./pi-support.ts"
-import type { BenchSection } from "./section.ts"
+import type { BenchSection, Check } from "./section.ts"
 import { median, table } from "./stats.ts"
+
+/** The start-up goal: what the extension may add to Pi's ready time (median). */
+const STARTUP_BUDGET_MS = 60
 
 const CACHE = join(ROOT, "node_modules", ".cache", "pwt-bench")
 const ENTRY = join(ROOT, "src", "extension", "index.ts")
@@ -188,10 +191,13 @@ export const piStartupSection: BenchSection = {
       "",
       `Where the extension's share (${ms(shipped - base)}) goes: importing the entry ${ms(importOnly - base)}; calling ` +
         `the factory (registering the tool, command and handlers) ${ms(noSessionStart - importOnly)}; \`session_start\` ` +
-        `${ms(shipped - noSessionStart)}: its handler returns at once, but the session application it loads in the ` +
-        "background (the Effect chunk: workflow discovery, opening the database, building the runtime, the start-up " +
-        "sync) still runs on Pi's one thread while Pi finishes starting. The entry is small (the bundle column) " +
-        `and the minified build starts in ${ms(minifiedMs)} against ${ms(shipped)}. What did cost was host ` +
+        `${ms(shipped - noSessionStart)}: its handler only schedules the session application (the Effect chunk: ` +
+        "workflow discovery, opening the database, building the runtime, the start-up sync) for the turn of the " +
+        "event loop after Pi has read its first input (src/extension/index.ts), so Pi answers before that work " +
+        "runs; every handler awaits the same load, so an early tool call waits for it. Before that change the " +
+        "load began inside `session_start` and ran on Pi's one thread while Pi finished starting: +111 to +139 ms " +
+        `on this machine. The entry is small (the bundle column) and the minified build starts in ${ms(minifiedMs)} ` +
+        `against ${ms(shipped)}. What did cost was host ` +
         'packages: in RPC mode an extension\'s `import "typebox"` and `import "@earendil-works/pi-ai"` load those ' +
         "whole packages from node_modules, while the extension needs only `Type` and `StringEnum`. scripts/build.mjs " +
         "bundles those two (tree-shaken); importing them from node_modules instead starts in " +
@@ -200,6 +206,14 @@ export const piStartupSection: BenchSection = {
       "Anchor (perf-anchors.md, same machine kind): Pi alone 192–207 ms; a minimal Effect + @effect/sql-sqlite-node " +
         "extension bundled the same way added ≈ 53 ms (700 KB); as TypeScript source ≈ 260 ms."
     ].join("\n")
-    return { markdown, checks: [], goals: [] }
+    const added = shipped - base
+    const goals: ReadonlyArray<Check> = [
+      {
+        name: `extension adds ≤ ${STARTUP_BUDGET_MS} ms to Pi's ready time (median of ${runs})`,
+        ok: added <= STARTUP_BUDGET_MS,
+        detail: `${ms(added)} (Pi alone ${ms(base)}, with the extension ${ms(shipped)})`
+      }
+    ]
+    return { markdown, checks: [], goals }
   }
 }

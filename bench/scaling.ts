@@ -90,9 +90,9 @@ const token = (k: number) => `scaling-token-${k}`
 const rawCall = (store: RawStore, op: ScaleOp, k: number): number => {
   switch (op) {
     case "syncPass":
-      return store.claimEligibleForSession(target.idle(k).session, token(k), LEASE_MS, 10).length
+      return store.claimEligibleForSession(target.idle(k).session, token(k), LEASE_MS).length
     case "claimEligibleForSession":
-      return store.claimEligibleForSession(target.eligible(k).session, token(k), LEASE_MS, 10).length
+      return store.claimEligibleForSession(target.eligible(k).session, token(k), LEASE_MS).length
     case "claimForRun":
       return store.claimForRun(target.claim(k).run, target.claim(k).session, token(k), LEASE_MS).length
   }
@@ -230,7 +230,7 @@ const updateOnlySyncPass = (filename: string, ops: number, warmup: number): Summ
   try {
     return timeSync({ ops, warmup, rounds: 3 }, (i) => {
       const k = i % TARGETS
-      const found = store.claimEligibleWithoutProbe(target.idle(k).session, token(k), LEASE_MS, 10)
+      const found = store.claimEligibleWithoutProbe(target.idle(k).session, token(k), LEASE_MS)
       if (found.length !== 0) throw new Error("sync pass: idle target has something eligible")
     })
   } finally {
@@ -279,10 +279,9 @@ export const scalingSection: BenchSection = {
           now + 1,
           "idle-session-0",
           now,
-          "t",
-          10
+          "t"
         ])
-        const list = queryPlan(db, SQL.list, ["claim-session-0", "claim-run-0", 10])
+        const list = queryPlan(db, SQL.list, ["claim-session-0", "claim-run-0"])
         const probe = queryPlan(db, SQL.probeEligible, ["idle-session-0", now, "t"])
         plans = [
           ["claimForRun", forRun],

@@ -5,17 +5,21 @@
  */
 import Sqlite from "better-sqlite3"
 import { CONTROLLER_SCHEMA, controllerSchemaStatements } from "../src/store/schema.ts"
-import { listSql, SQL as STORE_SQL } from "../src/store/turn-intent-sql.ts"
+import { claimEligibleSql, listSql, SQL as STORE_SQL } from "../src/store/turn-intent-sql.ts"
+
+/** The row limit the bench's `list` and `claimEligibleForSession` ask for (a constant of the text). */
+export const BENCH_LIMIT = 10
 
 /** The store's own texts; the raw floor only drops the layer around them. */
 export const SQL = {
   ensure: STORE_SQL.insert,
-  list: listSql(true, true, "pending"),
+  get: STORE_SQL.select,
+  list: listSql(true, true, "pending", BENCH_LIMIT),
   claimForRun: STORE_SQL.claimForRun,
   release: STORE_SQL.release,
   makeEligible: STORE_SQL.markEligible,
   probeEligible: STORE_SQL.probeEligible,
-  claimEligibleForSession: STORE_SQL.claimEligible,
+  claimEligibleForSession: claimEligibleSql(BENCH_LIMIT),
   resolve: STORE_SQL.resolve
 } as const
 
@@ -25,6 +29,7 @@ export type OpName = Exclude<keyof typeof SQL, "probeEligible">
 /** What the layer sends for each op, in order, on the path the store bench walks. */
 export const SENT: Record<OpName, ReadonlyArray<string>> = {
   ensure: [SQL.ensure],
+  get: [SQL.get],
   list: [SQL.list],
   claimForRun: [SQL.claimForRun],
   release: [SQL.release],
@@ -41,7 +46,8 @@ export type Synchronous = "NORMAL" | "FULL"
 export const openRaw = (filename: string, synchronous: Synchronous = "NORMAL"): Sqlite.Database => {
   const db = new Sqlite(filename)
   db.pragma("journal_mode = WAL")
-  db.pragma("busy_timeout = 5000")
+  // The layer sets 0 too: it waits for another connection's lock asynchronously (busyTimeoutMs).
+  db.pragma("busy_timeout = 0")
   db.pragma(`synchronous = ${synchronous}`)
   db.pragma("foreign_keys = ON")
   db.transaction(() => {
@@ -77,6 +83,7 @@ export class RawStore {
     this.db = db
     this.statements = {
       ensure: db.prepare(SQL.ensure),
+      get: db.prepare(SQL.get),
       list: db.prepare(SQL.list),
       claimForRun: db.prepare(SQL.claimForRun),
       release: db.prepare(SQL.release),
@@ -104,8 +111,14 @@ export class RawStore {
     )
   }
 
-  list(targetSessionId: string, runId: string, limit: number): ReadonlyArray<unknown> {
-    return this.statements.list.all(targetSessionId, runId, limit)
+  /** One intent by ID: a single-row lookup (the statement stops at the first row). */
+  get(intentId: string): unknown {
+    return this.statements.get.get(intentId)
+  }
+
+  /** Pending intents of a run in a session, up to BENCH_LIMIT (a constant of the text). */
+  list(targetSessionId: string, runId: string): ReadonlyArray<unknown> {
+    return this.statements.list.all(targetSessionId, runId)
   }
 
   claimForRun(
@@ -127,40 +140,16 @@ export class RawStore {
   }
 
   /** The layer's SQL: the probe, and the claim only when the probe found something. */
-  claimEligibleForSession(
-    targetSessionId: string,
-    token: string,
-    leaseMs: number,
-    limit: number
-  ): ReadonlyArray<unknown> {
+  claimEligibleForSession(targetSessionId: string, token: string, leaseMs: number): ReadonlyArray<unknown> {
     const now = Date.now()
     if (this.probe.all(targetSessionId, now, token).length === 0) return []
-    return this.statements.claimEligibleForSession.all(
-      token,
-      now + leaseMs,
-      targetSessionId,
-      now,
-      token,
-      limit
-    )
+    return this.statements.claimEligibleForSession.all(token, now + leaseMs, targetSessionId, now, token)
   }
 
   /** The claim UPDATE alone, as before the probe: it takes the write lock even when it matches nothing. */
-  claimEligibleWithoutProbe(
-    targetSessionId: string,
-    token: string,
-    leaseMs: number,
-    limit: number
-  ): ReadonlyArray<unknown> {
+  claimEligibleWithoutProbe(targetSessionId: string, token: string, leaseMs: number): ReadonlyArray<unknown> {
     const now = Date.now()
-    return this.statements.claimEligibleForSession.all(
-      token,
-      now + leaseMs,
-      targetSessionId,
-      now,
-      token,
-      limit
-    )
+    return this.statements.claimEligibleForSession.all(token, now + leaseMs, targetSessionId, now, token)
   }
 
   resolve(intentId: string, token: string, resolution: string, messageId: string): ReadonlyArray<unknown> {

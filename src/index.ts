@@ -29,6 +29,7 @@ export * as FallbackMessage from "./delivery/fallback-message.ts"
 export * as Interruptions from "./interruption/interruptions.ts"
 export * as PiSession from "./session/pi-session.ts"
 export * as SourceEvents from "./interruption/source-events.ts"
+export * as TimingPolicy from "./delivery/timing-policy.ts"
 
 // Passive notifications (progress, final)
 export * as Notifications from "./notifications/notifications.ts"

@@ -6,48 +6,69 @@
  *             └─ RunStore ────────┼─ Engine ◄─ WorkflowRegistry
  *   PiSession ─┬─ Coordinator ◄───┤
  *              └─ SourceEvents ◄──┘   (SourceEvents + Coordinator = the successor-turn core)
+ *
+ * The stores are one input layer (`layerStores`, or your own through `layerAppWith`: a backend,
+ * or the stores wrapped with faults or probes); the application exposes its services, never the
+ * connection under them.
  */
-import type * as SqlClient from "@effect/sql/SqlClient"
-import { Layer } from "effect"
+import { type Context, Layer } from "effect"
 import { type CoreOptions, layerCore } from "../delivery/core-layer.ts"
 import * as CrashPoints from "../delivery/crash-points.ts"
-import type { Coordinator } from "../delivery/coordinator.ts"
+import { Coordinator } from "../delivery/coordinator.ts"
 import type { EngineConfig } from "../engine/engine.ts"
 import type { Engine } from "../engine/engine.ts"
 import * as EngineLive from "../engine/engine-live.ts"
 import type { DefinitionError } from "../engine/errors.ts"
 import { layerFromDefinitions, type WorkflowEntry, type WorkflowRegistry } from "../engine/registry.ts"
-import type { AbortBookkeeping } from "../interruption/abort-bookkeeping.ts"
+import { AbortBookkeeping } from "../interruption/abort-bookkeeping.ts"
 import type { SourceEvents } from "../interruption/source-events.ts"
 import type { PiSession } from "../session/pi-session.ts"
 import { Database, type DatabaseOptions, type OpenError } from "../store/database.ts"
-import type { RunStore } from "../store/run-store.ts"
+import { RunStore } from "../store/run-store.ts"
 import * as RunStoreSqlite from "../store/run-store-sqlite.ts"
-import type { TurnIntentStore } from "../store/turn-intent-store.ts"
+import { TurnIntentStore } from "../store/turn-intent-store.ts"
 import * as TurnIntentStoreSqlite from "../store/turn-intent-store-sqlite.ts"
 import * as FinalOnEnd from "../notifications/final-on-end.ts"
 import * as NotificationsLive from "../notifications/notifications.ts"
-import type { Notifications, NotificationsConfig } from "../notifications/notifications.ts"
+import { Notifications, type NotificationsConfig } from "../notifications/notifications.ts"
 import * as NotifierLive from "../notifications/notifier.ts"
 import type { Notifier } from "../notifications/notifier.ts"
-import type { NotificationStore } from "../store/notification-store.ts"
+import { NotificationStore } from "../store/notification-store.ts"
 import * as NotificationStoreSqlite from "../store/notification-store-sqlite.ts"
 import * as Maintenance from "./maintenance.ts"
 import * as LaunchStoreSqlite from "../store/launch-store-sqlite.ts"
-import type { LaunchStore } from "../terminal/launch-store.ts"
+import { LaunchStore } from "../terminal/launch-store.ts"
 import * as TerminalMessages from "../terminal/terminal-messages.ts"
 import * as SyncOnEligible from "./sync-on-eligible.ts"
 
-export interface AppConfig {
-  readonly database: DatabaseOptions
+export interface AppOptions {
   /** Validated definitions (see `src/app/workflows.ts`); one bad entry fails the layer. */
   readonly workflows: ReadonlyArray<WorkflowEntry>
   readonly engine?: EngineConfig
   readonly core?: CoreOptions
   readonly notifications?: NotificationsConfig
-  /** Spacing of the periodic reconciliation pass (default 5 s); null turns it off. */
+  /**
+   * Spacing of the periodic reconciliation pass; null turns it off. Default:
+   * `TimingPolicy.maintenanceInterval` (5 s), like every other timing (delivery/timing-policy.ts).
+   */
   readonly maintenanceIntervalMs?: number | null
+  /**
+   * Test-only: where delivery steps report crash points (scripted crash tests). Default: the
+   * `PI_WORKFLOW_TURNS_CRASH_AT` variable, which is unset in production (docs/reliability.md).
+   */
+  readonly crashPoints?: CrashPoints.CrashPointsService
 }
+
+export interface AppConfig extends AppOptions {
+  readonly database: DatabaseOptions
+}
+
+/**
+ * What the application needs from its stores: the four stores and `Database`, whose
+ * `immediate` puts writes of several stores in one transaction (a run's end and its final
+ * notification). `Database` stays an input: the application does not expose it.
+ */
+export type StoreServices = TurnIntentStore | RunStore | NotificationStore | LaunchStore | Database
 
 export type AppServices =
   | Engine
@@ -61,11 +82,9 @@ export type AppServices =
   | Notifications
   | Notifier
   | NotificationStore
-  | Database
-  | SqlClient.SqlClient
 
-/** Every store on one database file. */
-export const layerStores = (options: DatabaseOptions) =>
+/** Every store on one SQLite file, with the `Database` they share. */
+export const layerStores = (options: DatabaseOptions): Layer.Layer<StoreServices, OpenError> =>
   Layer.mergeAll(
     TurnIntentStoreSqlite.layer,
     RunStoreSqlite.layer,
@@ -73,38 +92,68 @@ export const layerStores = (options: DatabaseOptions) =>
     LaunchStoreSqlite.layer
   ).pipe(Layer.provideMerge(Database.layer(options)))
 
-/** The whole application over a PiSession (live from Pi, or `layerFake` in tests). */
+/** One service of `layer`'s output as a layer of its own (built once: layers are memoised by value). */
+const only =
+  <I, S>(tag: Context.Tag<I, S>) =>
+  <E, R>(layer: Layer.Layer<I, E, R>): Layer.Layer<I, E, R> =>
+    Layer.project(layer, tag, tag, (service) => service)
+
+/** The whole application over a PiSession (live from Pi, or `layerFake` in tests), on one SQLite file. */
 export const layerApp = (
   config: AppConfig
-): Layer.Layer<AppServices, OpenError | DefinitionError, PiSession> => {
+): Layer.Layer<AppServices, OpenError | DefinitionError, PiSession> =>
+  layerAppWith(layerStores(config.database), config)
+
+/**
+ * The whole application over `stores`: the hook to run it on another backend or to decorate
+ * the stores (faults, probes, a simulated scheduler). Each service it exposes is built once.
+ */
+export const layerAppWith = <E, R>(
+  stores: Layer.Layer<StoreServices, E, R>,
+  options: AppOptions
+): Layer.Layer<AppServices, E | DefinitionError, R | PiSession> => {
   // Test-only: PI_WORKFLOW_TURNS_CRASH_AT kills the process at a delivery step (docs/reliability.md).
-  const stores = Layer.merge(layerStores(config.database), CrashPoints.layerFromEnv)
-  // Fallbacks of ended runs carry the terminal decision (src/terminal/terminal-messages.ts).
-  const core = layerCore(config.core).pipe(
-    Layer.provide(TerminalMessages.layerComposer),
-    Layer.provideMerge(stores)
+  const base = Layer.merge(
+    stores,
+    options.crashPoints === undefined
+      ? CrashPoints.layerFromEnv
+      : Layer.succeed(CrashPoints.CrashPoints, options.crashPoints)
   )
-  // The engine publishes through a SourceEvents that also starts a fallback pass after an
-  // eligible event (see sync-on-eligible.ts); `core` is one layer value, so it is built once.
+  // The successor-turn core; fallbacks of ended runs carry the terminal decision
+  // (src/terminal/terminal-messages.ts).
+  const core = layerCore(options.core).pipe(
+    Layer.provide(TerminalMessages.layerComposer),
+    Layer.provideMerge(base)
+  )
+  // The application's SourceEvents: the core's, plus a fallback pass after an eligible event
+  // (sync-on-eligible.ts). It is the only SourceEvents the engine and the caller see.
   const events = SyncOnEligible.layer.pipe(Layer.provide(core))
-  // ... and presents completed runs through a Coordinator that adds the terminal decision.
-  const coordinator = TerminalMessages.layerCoordinator.pipe(Layer.provide(core))
-  const registry = layerFromDefinitions(config.workflows)
+  // The engine presents completed runs through a Coordinator that adds the terminal decision.
+  const presenting = TerminalMessages.layerCoordinator.pipe(Layer.provide(core))
+  const registry = layerFromDefinitions(options.workflows)
   // Passive notifications: the Notifier shows them, Notifications takes reports (and is the
   // engine's StepProgress), and the engine's RunStore writes each run's `final` with its end.
-  const notifier = NotifierLive.layer.pipe(Layer.provideMerge(stores))
-  const notifications = NotificationsLive.layer(config.notifications).pipe(Layer.provideMerge(notifier))
-  const runStore = FinalOnEnd.layer.pipe(Layer.provide(notifications))
-  const app = EngineLive.layer(config.engine).pipe(
-    Layer.provide(Layer.mergeAll(events, runStore, coordinator)),
-    Layer.provideMerge(Layer.mergeAll(core, registry, notifications))
+  const notifier = NotifierLive.layer.pipe(Layer.provide(base))
+  const notifications = NotificationsLive.layer(options.notifications).pipe(
+    Layer.provide(Layer.merge(notifier, base))
   )
-  // The later layer of a merge wins: the app exposes the decorated SourceEvents.
-  const whole = Layer.merge(app, events)
-  const maintenance = Maintenance.layer(
-    config.maintenanceIntervalMs === undefined
-      ? Maintenance.DEFAULT_MAINTENANCE_INTERVAL_MS
-      : config.maintenanceIntervalMs
+  const finalOnEnd = FinalOnEnd.layer.pipe(Layer.provide(Layer.mergeAll(notifications, notifier, base)))
+  const engine = EngineLive.layer(options.engine).pipe(
+    Layer.provide(Layer.mergeAll(events, finalOnEnd, presenting, registry, notifications))
   )
-  return Layer.merge(whole, maintenance.pipe(Layer.provide(whole)))
+  const services = Layer.mergeAll(
+    engine,
+    events,
+    only(Coordinator)(core),
+    only(AbortBookkeeping)(core),
+    only(TurnIntentStore)(stores),
+    only(RunStore)(stores),
+    only(LaunchStore)(stores),
+    only(NotificationStore)(stores),
+    registry,
+    only(Notifications)(notifications),
+    notifier
+  )
+  const maintenance = Maintenance.layer(options.maintenanceIntervalMs)
+  return Layer.merge(services, maintenance.pipe(Layer.provide(services)))
 }

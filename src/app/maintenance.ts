@@ -1,12 +1,13 @@
 /**
  * The durable debts of a session, paid at session start and on a periodic pass: ended runs owe
- * their intents (`reconcileDebts`), runs of a dead owner are taken over, completed runs owe their
- * presentation (`Engine.reconcile`). When an intent became eligible, a fallback pass follows.
+ * their terminal turn intents (`reconcileDebts`; a completed run's intent whose presentation
+ * never arrived becomes eligible, so its fallback follows), and runs of a dead owner are taken
+ * over (`Engine.recover`). When an intent became eligible, a fallback pass follows.
  */
 import { Duration, Effect, Layer, Option, Schema } from "effect"
 import { Coordinator } from "../delivery/coordinator.ts"
 import { Engine } from "../engine/engine.ts"
-import { PRESENTATION_GRACE_MS } from "../engine/presentation.ts"
+import { TimingPolicy } from "../delivery/timing-policy.ts"
 import { PRESENTATION_TYPE } from "../engine/messages.ts"
 import { reconcileDebts } from "../interruption/reconcile.ts"
 import { PiSession } from "../session/pi-session.ts"
@@ -19,7 +20,10 @@ export const DEFAULT_MAINTENANCE_INTERVAL_MS = 5_000
 const PresentationDetails = Schema.Struct({ runId: Schema.String })
 const decodeDetails = Schema.decodeUnknownOption(PresentationDetails)
 
-/** Runs whose presentation the current branch shows. */
+/**
+ * Runs whose presentation the current branch shows: a completed run presented before completed
+ * runs owned an intent owes none.
+ */
 const presentedInBranch = Effect.map(
   Effect.flatMap(PiSession, (session) => session.branch),
   (branch) => {
@@ -33,41 +37,39 @@ const presentedInBranch = Effect.map(
   }
 )
 
+/** One reconciliation pass for the current session. */
+export const reconcileSession = Effect.gen(function* () {
+  const session = yield* PiSession
+  const sessionId = yield* session.sessionId
+  const debts = yield* reconcileDebts(sessionId, yield* presentedInBranch)
+  const recovered = yield* (yield* Engine).recover(sessionId)
+  return { ...debts, recovered }
+})
+
 /**
- * One reconciliation pass for the current session. The periodic pass presents a completed run
- * only after `PRESENTATION_GRACE_MS`: until then the runner that completed it presents it.
+ * The periodic pass (a scoped fiber); `null` turns it off. Without `intervalMs` the spacing is
+ * `TimingPolicy.maintenanceInterval`.
  */
-const reconcile = (presentAfterMs: number) =>
-  Effect.gen(function* () {
-    const session = yield* PiSession
-    const sessionId = yield* session.sessionId
-    const debts = yield* reconcileDebts(sessionId)
-    const engine = yield* Engine
-    const engineReport = yield* engine.reconcile(sessionId, {
-      inBranch: yield* presentedInBranch,
-      presentAfterMs
-    })
-    return { ...debts, ...engineReport }
-  })
-
-/** The pass at session start: whatever a previous process left is owed now. */
-export const reconcileSession = reconcile(0)
-
-/** The periodic pass (a scoped fiber); `null` turns it off. */
 export const layer = (
-  intervalMs: number | null = DEFAULT_MAINTENANCE_INTERVAL_MS
+  intervalMs?: number | null
 ): Layer.Layer<never, never, Engine | Coordinator | PiSession | RunStore | TurnIntentStore> =>
-  intervalMs === null
-    ? Layer.empty
-    : Layer.scopedDiscard(
-        Effect.gen(function* () {
-          const coordinator = yield* Coordinator
-          const pass = Effect.gen(function* () {
-            const report = yield* reconcile(PRESENTATION_GRACE_MS)
-            if (report.created.length > 0 || report.madeEligible.length > 0) {
-              yield* coordinator.syncFallbacks("periodic")
-            }
-          }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("reconciliation pass failed", cause)))
-          yield* pass.pipe(Effect.delay(Duration.millis(intervalMs)), Effect.forever, Effect.forkScoped)
-        })
-      )
+  Layer.scopedDiscard(
+    Effect.gen(function* () {
+      const policy = yield* TimingPolicy
+      const spacing =
+        intervalMs !== undefined
+          ? intervalMs === null
+            ? null
+            : Duration.millis(intervalMs)
+          : policy.maintenanceInterval
+      if (spacing === null) return
+      const coordinator = yield* Coordinator
+      const pass = Effect.gen(function* () {
+        const report = yield* reconcileSession
+        if (report.created.length > 0 || report.madeEligible.length > 0) {
+          yield* coordinator.syncFallbacks("periodic")
+        }
+      }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("reconciliation pass failed", cause)))
+      yield* pass.pipe(Effect.delay(spacing), Effect.forever, Effect.forkScoped)
+    })
+  )

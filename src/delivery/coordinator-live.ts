@@ -8,14 +8,16 @@ import type { TurnIntent } from "../domain/turn-intent.ts"
 import { AbortBookkeeping } from "../interruption/abort-bookkeeping.ts"
 import { PiSession } from "../session/pi-session.ts"
 import { TurnIntentStore } from "../store/turn-intent-store.ts"
-import { Coordinator, type CoordinatorService } from "./coordinator.ts"
+import { Coordinator, type CoordinatorService, type NaturalMessage, type SyncTrigger } from "./coordinator.ts"
+import { CrashPoints, noop as noopCrashPoints } from "./crash-points.ts"
 import type { DeliveryEnv, Unconfirmed } from "./delivery-env.ts"
 import { FallbackComposer } from "./fallback-composer.ts"
 import { fallbackMessage } from "./fallback-message.ts"
 import { syncPass } from "./fallback-sync.ts"
 import { deliverNatural } from "./natural-delivery.ts"
 import { isDeadOwner, ownerToken } from "./owner.ts"
-import { DEFAULT_LEASE_MS, leaseCoversWriteDelay, WRITE_DELAY_BOUND_MS } from "./protocol.ts"
+import { leaseCoversWriteDelay, WRITE_DELAY_BOUND_MS } from "./protocol.ts"
+import { TimingPolicy, toMillis } from "./timing-policy.ts"
 
 export interface CoordinatorOptions {
   /** Claim lease for one delivery (default 30 s); it must exceed `writeDelayBoundMs`. */
@@ -42,7 +44,8 @@ export const DEFAULT_SYNC_INTERVAL_MS = 10_000
 
 export const make = (options: CoordinatorOptions = {}) =>
   Effect.gen(function* () {
-    const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS
+    const policy = yield* TimingPolicy
+    const leaseMs = options.leaseMs ?? toMillis(policy.deliveryLease)
     const writeDelayBoundMs = options.writeDelayBoundMs ?? WRITE_DELAY_BOUND_MS
     if (!leaseCoversWriteDelay(leaseMs, writeDelayBoundMs)) {
       // Condition 1 of docs/protocol.md: a shorter lease lets a second claimant send a copy.
@@ -63,6 +66,7 @@ export const make = (options: CoordinatorOptions = {}) =>
       naturalInFlight: yield* Ref.make<ReadonlyMap<string, number>>(new Map()),
       nextNatural: yield* Ref.make(1),
       unconfirmed: yield* Ref.make<ReadonlyMap<string, Unconfirmed>>(new Map()),
+      crashPoints: Option.getOrElse(yield* Effect.serviceOption(CrashPoints), () => noopCrashPoints),
       composeFallback: Option.match(yield* Effect.serviceOption(FallbackComposer), {
         onNone: () => (intent: TurnIntent) => Effect.succeed(fallbackMessage(intent)),
         onSome: (provided) => provided.compose
@@ -70,15 +74,37 @@ export const make = (options: CoordinatorOptions = {}) =>
     }
     const serial = yield* Effect.makeSemaphore(1)
     const pass = syncPass(env)
-    const syncFallbacks: CoordinatorService["syncFallbacks"] = (trigger) =>
-      serial.withPermits(1)(pass(trigger))
+    // Named spans with the session (and, for a natural message, the run) as attributes and log
+    // annotations: a downstream tracer sees each pass and each delivery.
+    const inSession = <A, E, R>(effect: Effect.Effect<A, E, R>, extra: Record<string, string> = {}) =>
+      Effect.flatMap(env.session.sessionId, (sessionId) =>
+        Effect.zipRight(Effect.annotateCurrentSpan({ sessionId, ...extra }), effect).pipe(
+          Effect.annotateLogs({ sessionId, ...extra }),
+          Effect.annotateSpans({ sessionId, ...extra })
+        )
+      )
+    const syncFallbacks: CoordinatorService["syncFallbacks"] = Effect.fn("Coordinator.syncFallbacks")(
+      (trigger: SyncTrigger) => serial.withPermits(1)(pass(trigger)),
+      (effect, trigger) => inSession(effect, { trigger })
+    )
+    const natural = deliverNatural(env)
     const service: CoordinatorService = {
-      deliverNatural: deliverNatural(env),
+      deliverNatural: Effect.fn("Coordinator.deliverNatural")(
+        (message: NaturalMessage) => natural(message),
+        (effect, message) => inSession(effect, { runId: message.runId })
+      ),
       syncFallbacks,
-      onSettled: Effect.zipRight(env.bookkeeping.clear, syncFallbacks("settled")),
-      onSessionStart: syncFallbacks("sessionStart")
+      onSettled: Effect.zipRight(env.bookkeeping.clear, syncFallbacks("settled")).pipe(
+        Effect.withSpan("Coordinator.onSettled")
+      ),
+      onSessionStart: syncFallbacks("sessionStart").pipe(Effect.withSpan("Coordinator.onSessionStart"))
     }
-    const interval = options.syncIntervalMs === undefined ? DEFAULT_SYNC_INTERVAL_MS : options.syncIntervalMs
+    const interval =
+      options.syncIntervalMs !== undefined
+        ? options.syncIntervalMs
+        : policy.syncInterval === null
+          ? null
+          : toMillis(policy.syncInterval)
     if (interval !== null) {
       yield* syncFallbacks("periodic").pipe(
         Effect.catchAllCause((cause) => Effect.logWarning("periodic fallback sync failed", cause)),

@@ -15,12 +15,21 @@ export interface NaturalMessage {
   readonly runId: string
   readonly message: CustomMessage
   readonly options: DeliveryOptions
+  /**
+   * The one intent this message answers (a completed run's terminal turn intent). It is then
+   * sent only through that intent, never plain: when another message (a fallback) resolved it
+   * first, or it cannot be stored or claimed, nothing is sent and the receipt says so.
+   */
+  readonly turnIntentId?: string
 }
 
 export interface NaturalReceipt {
   /** The intent this message resolved, or null when none was pending (or another path won). */
   readonly turnIntentId: string | null
-  /** False when this same message was already in the branch (repair, no second send). */
+  /**
+   * False when this same message was already in the branch (repair, no second send), or, for a
+   * message bound to its intent, when another message answered it (then `turnIntentId` is null).
+   */
   readonly sent: boolean
   /**
    * Set when delivery worked but the successor-turn bookkeeping degraded: the store could not

@@ -25,7 +25,8 @@ const CAUSE_TEXT: Record<TurnIntent["cause"], string> = {
   failed: "the workflow failed",
   launchFailed: "the queued workflow launch could not be activated",
   controllerInterrupted: "the workflow controller stopped the active workflow turn",
-  claimLost: "this session lost its claim on the run; ownership moved to another runner"
+  claimLost: "this session lost its claim on the run; ownership moved to another runner",
+  completed: "the workflow completed, and its result presentation never reached this session"
 }
 
 const MAX_DETAIL_FIELD = 200

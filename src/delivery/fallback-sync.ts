@@ -21,7 +21,6 @@ import type { InvalidInput, StoreFailure } from "../domain/errors.ts"
 import type { TurnIntent } from "../domain/turn-intent.ts"
 import { findResolvingMessage } from "./branch-repair.ts"
 import type { SyncReport, SyncTrigger } from "./coordinator.ts"
-import { reach } from "./crash-points.ts"
 import {
   confirmSent,
   type DeliveryEnv,
@@ -66,7 +65,7 @@ export const syncPass =
         token,
         leaseMs: env.leaseMs
       })
-      if (claimed[0] !== undefined) yield* reach("afterClaim", claimed[0].intentId)
+      if (claimed[0] !== undefined) yield* env.crashPoints.reached("afterClaim", claimed[0].intentId)
       const branch = yield* env.session.branch
       const failed: string[] = []
       const letGo = (intent: TurnIntent) => releaseClaim(env, intent, token)
@@ -92,15 +91,19 @@ export const syncPass =
         return { delivered: [], repaired, failed, skipped: skip }
       }
       const message = yield* env.composeFallback(chosen)
+      const ids = { intentId: chosen.intentId, runId: chosen.runId }
       const sent = yield* Effect.either(
-        sendClaimed(env, chosen, token, "fallback", message, FALLBACK_DELIVERY, blocker(env))
+        sendClaimed(env, chosen, token, "fallback", message, FALLBACK_DELIVERY, blocker(env)).pipe(
+          Effect.withSpan("Coordinator.sendFallback", { attributes: ids }),
+          Effect.annotateLogs(ids)
+        )
       )
       if (Either.isLeft(sent)) {
         failed.push(chosen.intentId)
         yield* Effect.logWarning("fallback send failed; the intent stays eligible", {
           intentId: chosen.intentId,
           error: sent.left.message
-        })
+        }).pipe(Effect.annotateLogs(ids))
         return { delivered: [], repaired, failed, skipped: null }
       }
       if (sent.right._tag === "ClaimLost") return { delivered: [], repaired, failed, skipped: null }

@@ -11,7 +11,10 @@
  *   if it gets resolved meanwhile, or the bound passes, the message is sent without it.
  *
  * The message itself is never silently dropped: whatever happens to the bookkeeping, it is
- * either sent or found in the branch.
+ * either sent or found in the branch. The exception is a message bound to its intent
+ * (`turnIntentId`, a completed run's presentation): it goes out only through that intent, so
+ * where a plain message would be sent without it, it is not sent at all; the intent's fallback
+ * (or the message that already resolved it) is the run's one terminal turn.
  */
 import { Clock, Effect, Either, Option, Ref } from "effect"
 import type { InvalidInput } from "../domain/errors.ts"
@@ -20,7 +23,6 @@ import type { TurnIntent } from "../domain/turn-intent.ts"
 import { describeError } from "../interruption/describe-failure.ts"
 import type { SendFailed } from "../session/pi-session.ts"
 import { findResolvingMessage, isSameMessage, withTurnIntent } from "./branch-repair.ts"
-import { reach } from "./crash-points.ts"
 import type { NaturalMessage, NaturalReceipt } from "./coordinator.ts"
 import { type DeliveryEnv, releaseClaim, resolveIntent, sendClaimed, unconfirmedOf } from "./delivery-env.ts"
 
@@ -44,11 +46,25 @@ const outsideAbort = (env: DeliveryEnv): Effect.Effect<void> =>
 const naturalGate = (env: DeliveryEnv): Effect.Effect<string | null> =>
   Effect.map(env.session.isIdle, (idle) => (idle ? null : "busy"))
 
-const sendPlain = (env: DeliveryEnv, natural: NaturalMessage, note: string | null) =>
-  Effect.zipRight(
-    outsideAbort(env),
-    Effect.as(env.session.send(natural.message, natural.options), { turnIntentId: null, sent: true, note })
-  )
+const sendPlain = (
+  env: DeliveryEnv,
+  natural: NaturalMessage,
+  note: string | null
+): Effect.Effect<NaturalReceipt, SendFailed> =>
+  natural.turnIntentId !== undefined
+    ? Effect.succeed({
+        turnIntentId: null,
+        sent: false,
+        note: `not sent: it answers only turn intent ${natural.turnIntentId}${note === null ? "" : ` (${note})`}`
+      })
+    : Effect.zipRight(
+        outsideAbort(env),
+        Effect.as(env.session.send(natural.message, natural.options), {
+          turnIntentId: null,
+          sent: true,
+          note
+        })
+      )
 
 /** Deliver through a claimed intent: repair from the branch, or send with the intent's identity. */
 const throughIntent = (
@@ -112,7 +128,13 @@ const deliver = (
       if (Either.isLeft(pending)) {
         return yield* sendPlain(env, natural, `turn intents unavailable (${describeError(pending.left)})`)
       }
-      if (pending.right.length === 0) return yield* sendPlain(env, natural, null)
+      if (pending.right.length === 0) {
+        return yield* sendPlain(
+          env,
+          natural,
+          natural.turnIntentId === undefined ? null : "it is resolved already, or was never stored"
+        )
+      }
       const owed = pending.right[0]
       if (owed !== undefined && (yield* unconfirmedOf(env, owed.intentId)) !== undefined) {
         // This coordinator already sent the intent's message and Pi has not written it yet: that
@@ -154,7 +176,7 @@ const deliver = (
         continue
       }
       const intent = claimed.right.value
-      yield* reach("afterClaim", intent.intentId)
+      yield* env.crashPoints.reached("afterClaim", intent.intentId)
       if (repaired.has(intent.intentId)) {
         // Its repair could not be stored; do not loop on it, deliver the message itself.
         yield* releaseClaim(env, intent, token)

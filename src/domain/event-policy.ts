@@ -18,7 +18,12 @@ export type PolicyDecision =
       readonly refreshFacts: boolean
     }
 
-const causeOfTerminal = { cancelled: "agentCancelled", timed_out: "timedOut", failed: "failed" } as const
+const causeOfTerminal = {
+  cancelled: "agentCancelled",
+  timed_out: "timedOut",
+  failed: "failed",
+  completed: "completed"
+} as const
 
 export const decide = (event: SourceEvent): PolicyDecision => {
   switch (event._tag) {
@@ -32,6 +37,18 @@ export const decide = (event: SourceEvent): PolicyDecision => {
         refreshFacts: false
       }
     case "RunTerminal":
+      if (event.state === "completed") {
+        // The terminal turn intent of a completed run (reusing an abort's intent that no prompt
+        // resolved): its presentation resolves it naturally; only when the run has ended and the
+        // presentation never arrived does reconciliation make it fallback-eligible.
+        return {
+          _tag: "Intent",
+          cause: event.provenance?.cause ?? "completed",
+          eligible: false,
+          abortTurn: false,
+          refreshFacts: true
+        }
+      }
       if (event.provenance !== null) {
         // Reuse the abort's intent; durable terminal state now proves no natural successor remains.
         return {

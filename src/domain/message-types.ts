@@ -12,3 +12,19 @@ export const TOOL_ACTIONS = ["list", "start", "status", "cancel", "submit", "pro
  * out of the model's context.
  */
 export const NOTIFICATION_TYPE = "pi-workflows-notification"
+
+/**
+ * A hidden message that starts the model's turn for a successor Pi wrote but never answered
+ * (killed between the append and the model request). It is never shown and dropped from every
+ * model request, so the model answers the original message.
+ */
+export const TURN_TRIGGER_TYPE = "pi-workflows-turn-trigger"
+export const TURN_TRIGGER_SCHEMA = "pi-workflows.turn-trigger.v1"
+
+/**
+ * A session entry (extension state, never in the model's context) that the extension writes
+ * right before the model request whose newest message is a terminal successor: once it is in the
+ * branch, that successor has had its model request and is never triggered again, even when Pi
+ * died before the reply was written.
+ */
+export const SUCCESSOR_REQUESTED_TYPE = "pi-workflows-successor-requested"

@@ -34,8 +34,8 @@ export interface Provenance {
 /** Causes that stop an active workflow turn with `ctx.abort()`. */
 export type ActiveTurnCause = "agentCancelled" | "timedOut" | "controllerInterrupted" | "claimLost"
 
-/** Terminal run states that can strand the model. */
-export type TerminalState = "cancelled" | "timed_out" | "failed"
+/** Terminal run states; each owes the model a terminal turn (a direct user cancel excepted). */
+export type TerminalState = "cancelled" | "timed_out" | "failed" | "completed"
 
 /** Transitions that never cause an automatic model turn. */
 export type QuietKind = "directCancel" | "pause" | "userHold" | "shutdown"
@@ -48,7 +48,10 @@ export type SourceEvent =
       readonly provenance: Provenance & { readonly cause: ActiveTurnCause }
       readonly reason: string | null
     }
-  /** The run reached a durable terminal state with no natural successor. */
+  /**
+   * The run reached a durable terminal state. A completed run's presentation is its natural
+   * successor; any other end has none.
+   */
   | {
       readonly _tag: "RunTerminal"
       readonly run: RunRef

@@ -8,7 +8,9 @@ export const Cause = Schema.Literal(
   "failed",
   "launchFailed",
   "controllerInterrupted",
-  "claimLost"
+  "claimLost",
+  // The terminal turn of a completed run: its presentation or, when that never arrives, a fallback.
+  "completed"
 )
 export type Cause = typeof Cause.Type
 

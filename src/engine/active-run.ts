@@ -32,6 +32,11 @@ export interface VisitState {
   readonly delivered: boolean
   /** The resolved limit (undefined until resolved). */
   readonly timeoutMs: number | null | undefined
+  /**
+   * When the limit started counting (epoch ms): set when this visit continues one a dead or
+   * expired owner left in flight (`step-deadline.ts`); null means it counts from this visit.
+   */
+  readonly deadlineFrom: number | null
 }
 
 export interface RunMemory {
@@ -74,9 +79,6 @@ export interface RunnerDeps {
   readonly coordinator: CoordinatorService
   readonly events: SourceEventsService
   readonly settings: EngineSettings
-  /** Reserve the run's presentation for this caller (false: someone here is presenting it). */
-  readonly claimPresentation: (runId: string) => Effect.Effect<boolean>
-  readonly releasePresentation: (runId: string) => Effect.Effect<void>
   /** Run an effect detached from the runner (presentations), in the engine's scope. */
   readonly background: (effect: Effect.Effect<void>) => Effect.Effect<void>
   /** Where `ctx.progress` reports go, when the app wires notifications. */

@@ -20,7 +20,7 @@ import {
   workflowRefOf
 } from "./active-run.ts"
 import { Engine, type EngineConfig, type EngineService } from "./engine.ts"
-import { InvalidRunState, InvalidWorkflowInput, RunBusy, SourceChanged } from "./errors.ts"
+import { InvalidRunState, InvalidWorkflowInput, RunBusy } from "./errors.ts"
 import { jsonProblem } from "./json.ts"
 import { type RegisteredWorkflow, WorkflowRegistry } from "./registry.ts"
 import { submit as submitRequest } from "./requests.ts"
@@ -28,10 +28,11 @@ import { StepProgress } from "./progress.ts"
 import { runClaimed } from "./runner.ts"
 import { snapshotOf } from "./snapshot.ts"
 import { claimToken, ownerIsDead } from "./owner.ts"
-import { presentRun } from "./presentation.ts"
-import { owesPresentation } from "../interruption/run-debts.ts"
 import { withLockRetries } from "./store-retry.ts"
 
+import { terminalEvent } from "../interruption/run-debts.ts"
+import { runIdOf } from "./run-id.ts"
+import { sourceProblem } from "./source-check.ts"
 import { type RunSummary, stepView, summarize } from "./status.ts"
 import { DEFAULT_TIMEOUT_MS } from "./timeout.ts"
 
@@ -40,31 +41,6 @@ const settingsOf = (config: EngineConfig): EngineSettings => ({
   leaseMs: config.leaseMs ?? 60_000,
   renewEveryMs: config.renewEveryMs ?? 20_000
 })
-
-const runIdOf = (name: string, now: number) =>
-  Effect.map(newId("x"), (id) => {
-    const stamp = new Date(now)
-      .toISOString()
-      .replace(/[-:]/g, "")
-      .replace(/\.\d+Z$/, "Z")
-    const slug = name
-      .toLowerCase()
-      .replace(/[^a-z0-9]+/g, "-")
-      .slice(0, 64)
-    return `${stamp}-${slug}-${id.slice(2, 10)}`
-  })
-
-const sourceProblem = (record: RunRecord, registered: RegisteredWorkflow): SourceChanged | null =>
-  registered.fingerprint === record.sourceFingerprint && registered.revision === record.revision
-    ? null
-    : new SourceChanged({
-        runId: record.runId,
-        workflow: record.workflowName,
-        expectedRevision: record.revision,
-        foundRevision: registered.revision,
-        expectedFingerprint: record.sourceFingerprint,
-        foundFingerprint: registered.fingerprint
-      })
 
 export const make = (config: EngineConfig = {}) =>
   Effect.gen(function* () {
@@ -77,21 +53,7 @@ export const make = (config: EngineConfig = {}) =>
     const fibers = yield* FiberMap.make<string>()
     const detached = yield* FiberSet.make()
     const handles = yield* Ref.make<ReadonlyMap<string, ActiveRun>>(new Map())
-    // Completed runs whose presentation this process is sending right now (runner or reconcile).
-    const presenting = yield* Ref.make<ReadonlySet<string>>(new Set())
-    const claimPresentation = (runId: string) =>
-      Ref.modify(presenting, (set): [boolean, ReadonlySet<string>] =>
-        set.has(runId) ? [false, set] : [true, new Set(set).add(runId)]
-      )
-    const releasePresentation = (runId: string) =>
-      Ref.update(presenting, (set) => {
-        const next = new Set(set)
-        next.delete(runId)
-        return next
-      })
     const deps: RunnerDeps = {
-      claimPresentation,
-      releasePresentation,
       store: withLockRetries(store),
       coordinator,
       events,
@@ -254,6 +216,9 @@ export const make = (config: EngineConfig = {}) =>
         if (result._tag === "Cancelled" && by === "user") {
           yield* events.publish({ _tag: "Quiet", run: runRefOf(result.run), kind: "directCancel" })
         }
+        // The agent cancelled a run no runner holds (queued, waiting, parked): its terminal turn.
+        const ended = result._tag === "Cancelled" && by === "agent" ? terminalEvent(result.run, null) : null
+        if (ended !== null) yield* events.publish(ended)
         return summarize(result.run, yield* now)
       })
 
@@ -336,54 +301,6 @@ export const make = (config: EngineConfig = {}) =>
         return { resumed, refused }
       })
 
-    const presentOwed = (record: RunRecord, inBranch: ReadonlySet<string>, presentAfterMs: number) =>
-      Effect.gen(function* () {
-        // The process that completed the run presents it itself; a periodic pass steps in only
-        // once that runner had time to send and record it, so two live processes do not both
-        // present a fresh completion.
-        const ended = record.endedAt === null ? Number.NaN : Date.parse(record.endedAt)
-        if ((yield* now) - ended < presentAfterMs) return false
-        // Claimed before reading the events: a runner that is presenting holds the claim, and
-        // once it released it the `presented` event is there.
-        if (!(yield* claimPresentation(record.runId))) return false
-        return yield* Effect.gen(function* () {
-          if (!owesPresentation(record, yield* store.events(record.runId))) return false
-          if (inBranch.has(record.runId)) {
-            yield* store
-              .recordEvent(record.runId, { kind: "presented", message: "found in the session branch" })
-              .pipe(Effect.catchTag("RunNotFound", () => Effect.void))
-            return true
-          }
-          const found = yield* Effect.either(registry.get(record.workflowName))
-          const steps = yield* store.steps(record.runId)
-          const memory = memoryOf(record, steps)
-          const workflow =
-            found._tag === "Right" ? found.right.workflow : { name: record.workflowName, presentation: null }
-          return yield* presentRun(deps, {
-            runId: record.runId,
-            workflow,
-            input: record.input,
-            outputs: memory.outputs,
-            results: memory.results,
-            result: Option.getOrNull(record.result)
-          })
-        }).pipe(Effect.ensuring(releasePresentation(record.runId)))
-      })
-
-    const reconcile: EngineService["reconcile"] = (sessionId, options) =>
-      Effect.gen(function* () {
-        const recovered = yield* recover(sessionId)
-        const runs = yield* store.listBySession(sessionId, 100)
-        const presented: Array<string> = []
-        for (const record of runs) {
-          if (record.state !== "completed") continue
-          if (yield* presentOwed(record, options.inBranch, options.presentAfterMs ?? 0)) {
-            presented.push(record.runId)
-          }
-        }
-        return { recovered, presented }
-      })
-
     const status: EngineService["status"] = (runId) =>
       Effect.gen(function* () {
         const record = yield* requireRun(runId)
@@ -451,7 +368,6 @@ export const make = (config: EngineConfig = {}) =>
         }),
       resume,
       recover,
-      reconcile,
       status,
       active,
       list,

@@ -46,12 +46,6 @@ export interface RecoverReport {
   readonly refused: ReadonlyArray<{ readonly runId: string; readonly reason: string }>
 }
 
-export interface ReconcileReport {
-  readonly recovered: RecoverReport
-  /** Completed runs presented now (sent, or found in the branch). */
-  readonly presented: ReadonlyArray<string>
-}
-
 type ControlError = RunNotFound | InvalidRunState | StoreFailure
 
 export interface EngineService {
@@ -90,17 +84,6 @@ export interface EngineService {
    * claim names an owner process on this machine that no longer exists.
    */
   readonly recover: (sessionId: string) => Effect.Effect<RecoverReport, StoreFailure>
-  /**
-   * Durable debts of the engine after a crash: take over runs of dead owners (`recover`) and
-   * present completed runs whose presentation never reached the session. `inBranch`: runs whose
-   * presentation the session branch already shows (recorded, not sent again). `presentAfterMs`:
-   * present only runs completed at least this long ago (default 0), so a periodic pass leaves a
-   * fresh completion to the runner that is presenting it.
-   */
-  readonly reconcile: (
-    sessionId: string,
-    options: { readonly inBranch: ReadonlySet<string>; readonly presentAfterMs?: number }
-  ) => Effect.Effect<ReconcileReport, StoreFailure>
   readonly status: (runId: string) => Effect.Effect<RunStatus, RunNotFound | StoreFailure>
   /** The session's queued, running or waiting run (at most one), for tool calls without a run ID. */
   readonly active: (sessionId: string) => Effect.Effect<Option.Option<RunSummary>, StoreFailure>

@@ -1,13 +1,14 @@
 /**
  * A completed run's result presentation: built from the workflow's own presenter (or the
- * default), sent through the Coordinator, and recorded on the run (`presented`) once it reached
- * the session. A send that fails is retried a few times; if it still fails, nothing is recorded
- * and reconciliation presents the run again (the Coordinator's branch check keeps it to one
- * copy in the session).
+ * default) and sent through the Coordinator bound to the run's terminal turn intent, so it is
+ * the natural delivery of that intent and never a second terminal message. Recorded on the run
+ * (`presented`) once it reached the session. A send that fails is retried a few times; if it
+ * still fails, or another message answered the intent first, nothing is recorded: the intent's
+ * fallback (after reconciliation made it eligible) or that other message is the run's terminal
+ * turn.
  */
 import { Duration, Effect, Schedule } from "effect"
 import type { NodeResult } from "./definition.ts"
-import { WRITE_DELAY_BOUND_MS } from "../delivery/protocol.ts"
 import { defaultPresentation, DELIVERY, presentationMessage } from "./messages.ts"
 import type { RunnerDeps } from "./active-run.ts"
 import type { LoadedWorkflow } from "./validate.ts"
@@ -37,23 +38,17 @@ export const presentationText = (run: Presentable) =>
     )
   })
 
-/**
- * How long after a run completed a periodic reconciliation pass may present it: the runner that
- * completed it presents it itself, so only a presentation still missing after twice the
- * write-delay bound is sent by another pass.
- */
-export const PRESENTATION_GRACE_MS = 2 * WRITE_DELAY_BOUND_MS
-
-/** Present and record it; true once the presentation is in the session. Never fails. */
+/** Present it through its terminal turn intent and record it; true once it is in the session. Never fails. */
 export const presentRun = (
   deps: Pick<RunnerDeps, "coordinator" | "store">,
-  run: Presentable
+  run: Presentable,
+  turnIntentId: string
 ): Effect.Effect<boolean> =>
   Effect.gen(function* () {
     const text = yield* presentationText(run)
     const message = presentationMessage({ runId: run.runId, state: "completed", text })
     const sent = yield* deps.coordinator
-      .deliverNatural({ kind: "presentation", runId: run.runId, message, options: DELIVERY })
+      .deliverNatural({ kind: "presentation", runId: run.runId, message, options: DELIVERY, turnIntentId })
       .pipe(
         Effect.retry({ schedule: Schedule.exponential(Duration.millis(100)), times: PRESENT_ATTEMPTS - 1 }),
         Effect.either
@@ -62,6 +57,10 @@ export const presentRun = (
       yield* Effect.logWarning(
         `workflow run ${run.runId}: presentation not delivered (${sent.left.message}); reconciliation retries`
       )
+      return false
+    }
+    if (!sent.right.sent && sent.right.turnIntentId === null) {
+      yield* Effect.logInfo(`workflow run ${run.runId}: presentation not sent: ${sent.right.note ?? "?"}`)
       return false
     }
     yield* deps.store.recordEvent(run.runId, { kind: "presented", message: "presentation sent" }).pipe(

@@ -4,173 +4,34 @@
  * source events the successor-turn core needs. Transitions take the run's lock, so a
  * submission and a timeout or stop can never both win.
  */
-import { Deferred, Duration, Effect, Option, Ref, Schedule } from "effect"
+import { Deferred, Effect, Option, Ref, Schedule } from "effect"
 import type { StoreFailure } from "../domain/errors.ts"
-import type { ActiveTurnCause, TerminalState } from "../domain/source-event.ts"
-import { terminalEvent } from "../interruption/run-debts.ts"
-import { ABORT_LOCK_BUDGET_MS, withLockBudget } from "../store/database.ts"
 import type { ClaimLost } from "../store/run-errors.ts"
-import type {
-  HandoffResult,
-  RunError,
-  RunRecord,
-  StepOutcome,
-  StepRecord,
-  StepUpdate
-} from "../store/run-store.ts"
+import type { RunError, StepOutcome, StepRecord, StepUpdate } from "../store/run-store.ts"
 import { type ActiveRun, newId, type RunnerDeps, type StopRequest, type VisitState } from "./active-run.ts"
 import type { NodeResult } from "./definition.ts"
+import { interrupt, onClaimLost, terminal } from "./interrupt.ts"
 import { presentRun } from "./presentation.ts"
 import { decide } from "./routing.ts"
+import { deadlineOrigin, SUPERSEDED } from "./step-deadline.ts"
 import { executeVisit, type VisitResult } from "./visit.ts"
 
 type Step = Effect.Effect<string | null, ClaimLost | StoreFailure>
 
-/** Longest an abort waits for its provenance write (the intent persist has its own bound). */
-export const PROVENANCE_BOUND_MS = 200
-/** Longest an abort waits to read whether its claim still holds (a read; normally µs). */
-export const CLAIM_CHECK_MS = 50
-
-/**
- * Record abort provenance and tell the core, which persists the intent (bounded) and aborts the
- * turn. The two run side by side, so the abort waits for neither store longer than the core's
- * persist bound, and the publish is the finalizer of the write: a failed, hung or dying write
- * never skips it. A write that did not land is left to terminal handling, which reads the
- * in-memory provenance. Claim loss has no claim to write under: its provenance goes to the run
- * unfenced (`recordHandoff`) for the new owner's terminal outcome to reuse; when the run has
- * already ended, nobody will, and this runner publishes the no-successor handoff itself.
- */
-const interrupt = (
-  deps: RunnerDeps,
-  run: ActiveRun,
-  visit: VisitState,
-  requested: ActiveTurnCause,
-  requestedReason: string
-) =>
-  Effect.gen(function* () {
-    let cause = requested
-    let reason = requestedReason
-    // A read never waits for another process's write lock (WAL): find out cheaply whether the
-    // claim is still ours, so a turn whose run was taken over is reported as a claim loss.
-    const claim = yield* deps.store
-      .get(run.runId)
-      .pipe(Effect.timeout(Duration.millis(CLAIM_CHECK_MS)), Effect.either, Effect.interruptible)
-    if (
-      cause !== "claimLost" &&
-      claim._tag === "Right" &&
-      Option.isSome(claim.right) &&
-      claim.right.value.claimToken !== run.fence.token
-    ) {
-      yield* Ref.update(run.memory, (m) => ({ ...m, claimLostReported: true }))
-      cause = "claimLost"
-      reason = "another runner took over the workflow run"
-    }
-    const memory = yield* Ref.get(run.memory)
-    const provenance = {
-      cause,
-      nodeId: visit.nodeId,
-      attemptId: visit.attemptId,
-      interruption: memory.interruptions
-    }
-    yield* Ref.update(run.memory, (m) => ({
-      ...m,
-      interruptions: m.interruptions + 1,
-      outstanding: provenance
-    }))
-    const write: Effect.Effect<HandoffResult | null, unknown> =
-      cause === "claimLost"
-        ? deps.store.recordHandoff(run.runId, provenance)
-        : Effect.as(deps.store.recordInterruption(run.fence, provenance), null)
-    const written = write.pipe(
-      withLockBudget(ABORT_LOCK_BUDGET_MS),
-      Effect.timeoutFail({
-        duration: Duration.millis(PROVENANCE_BOUND_MS),
-        onTimeout: () => new Error(`provenance not stored within ${PROVENANCE_BOUND_MS} ms`)
-      }),
-      Effect.either,
-      Effect.tap((result) =>
-        result._tag === "Left"
-          ? Effect.logWarning(
-              `workflow run ${run.runId}: abort provenance not stored; terminal handling retries`
-            )
-          : Effect.void
-      ),
-      Effect.interruptible
-    )
-    const publish = deps.events.publish({ _tag: "ActiveTurnInterrupted", run: run.ref, provenance, reason })
-    const [recorded] = yield* Effect.all([Effect.exit(written), publish], { concurrency: 2 }).pipe(
-      Effect.uninterruptible
-    )
-    const handoff =
-      recorded._tag === "Success" && recorded.value._tag === "Right" ? recorded.value.right : null
-    if (handoff?._tag === "Ended") {
-      const result = yield* deps.events.publish({
-        _tag: "HandoffEnded",
-        run: run.ref,
-        provenance,
-        observedState: handoff.run.state,
-        reason
-      })
-      yield* recordLoss(deps, run, result.warning)
-    }
-    return provenance
-  })
-
-/** The successor-turn guarantee was lost for an event: keep that fact on the run (status shows it). */
-const recordLoss = (deps: RunnerDeps, run: ActiveRun, warning: string | null) =>
-  warning === null
-    ? Effect.void
-    : deps.background(
-        deps.store.recordEvent(run.runId, { kind: "guaranteeLost", message: warning }).pipe(
-          Effect.retry({ schedule: Schedule.exponential(Duration.millis(200)), times: 6 }),
-          Effect.catchAll((error) =>
-            Effect.logError(`workflow run ${run.runId}: guarantee loss not recorded: ${error.message}`)
-          )
-        )
-      )
-
-/**
- * The run ended durably: publish its terminal event. The abort it reuses is the one on the ended
- * row (it may be another runner's, recorded on claim loss) or, when that write never landed,
- * this runner's own.
- */
-const terminal = (deps: RunnerDeps, run: ActiveRun, ended: RunRecord, state: TerminalState, reason: string) =>
-  Effect.gen(function* () {
-    const memory = yield* Ref.get(run.memory)
-    const event = terminalEvent(ended, reason, memory.outstanding)
-    if (event === null || event.state !== state) return
-    // A cancel without an outstanding abort is the direct kind: nothing to publish.
-    if (state === "cancelled" && event.provenance === null) return
-    const result = yield* deps.events.publish(event)
-    yield* recordLoss(deps, run, result.warning)
-  })
-
-/** Claim loss: if a turn is working on our request it must stop (handoff provenance). No terminal event. */
-export const onClaimLost = (deps: RunnerDeps, run: ActiveRun) =>
-  Effect.gen(function* () {
-    const memory = yield* Ref.get(run.memory)
-    if (memory.claimLostReported) return null
-    yield* Ref.update(run.memory, (m) => ({ ...m, claimLostReported: true }))
-    const visit = memory.visit
-    // A turn this runner already aborted for this visit is not aborted twice.
-    const aborted = memory.outstanding !== null && memory.outstanding.attemptId === visit?.attemptId
-    if (visit?.delivered && !aborted && !(yield* Deferred.isDone(visit.submitted))) {
-      yield* interrupt(deps, run, visit, "claimLost", "another runner took over the workflow run")
-    }
-    yield* Effect.logInfo(`workflow run ${run.runId}: claim lost; this runner stopped`)
-    return null
-  })
-
-const present = (deps: RunnerDeps, run: ActiveRun, result: unknown) =>
+const present = (deps: RunnerDeps, run: ActiveRun, result: unknown, turnIntentId: string) =>
   Effect.flatMap(Ref.get(run.memory), (memory) =>
-    presentRun(deps, {
-      runId: run.runId,
-      workflow: run.workflow,
-      input: run.input,
-      outputs: memory.outputs,
-      results: memory.results,
-      result
-    })
+    presentRun(
+      deps,
+      {
+        runId: run.runId,
+        workflow: run.workflow,
+        input: run.input,
+        outputs: memory.outputs,
+        results: memory.results,
+        result
+      },
+      turnIntentId
+    )
   )
 
 interface Visited {
@@ -219,22 +80,20 @@ const conclude = (
         yield* deps.store.settle(run.fence, { ...base, next: { _tag: "Continue", nodeId: decision.nodeId } })
         yield* remember
         return decision.nodeId
-      case "Complete":
-        yield* deps.store.settle(run.fence, {
+      case "Complete": {
+        const ended = yield* deps.store.settle(run.fence, {
           ...base,
           next: { _tag: "End", state: "completed", result: value.output }
         })
         yield* remember
-        // Reserved before the fork, so a reconciliation pass cannot present it a second time.
-        if (yield* deps.claimPresentation(run.runId)) {
-          yield* deps.background(
-            Effect.ensuring(
-              Effect.asVoid(present(deps, run, value.output)),
-              deps.releasePresentation(run.runId)
-            )
-          )
+        // The run's terminal turn intent first; the presentation is its natural delivery. When
+        // the intent could not be stored, reconciliation creates it and its fallback follows.
+        const intentId = yield* terminal(deps, run, ended, "completed", "the run completed")
+        if (intentId !== null) {
+          yield* deps.background(Effect.asVoid(present(deps, run, value.output, intentId)))
         }
         return null
+      }
       case "Fail":
       case "TimeOut": {
         const state = decision._tag === "Fail" ? "failed" : "timed_out"
@@ -354,7 +213,7 @@ const settleVisit = (deps: RunnerDeps, run: ActiveRun, started: VisitState, raw:
   })
 
 /** At a step boundary: honour stop, pause and maxSteps, then start the next visit. */
-const boundary = (deps: RunnerDeps, run: ActiveRun, nodeId: string) =>
+const boundary = (deps: RunnerDeps, run: ActiveRun, nodeId: string, deadlineFrom: number | null) =>
   Effect.gen(function* () {
     const pending = yield* Deferred.poll(run.stop)
     if (Option.isSome(pending)) return yield* onStop(deps, run, null, yield* pending.value)
@@ -390,7 +249,8 @@ const boundary = (deps: RunnerDeps, run: ActiveRun, nodeId: string) =>
       submitted: yield* Deferred.make<unknown>(),
       requestId: null,
       delivered: false,
-      timeoutMs: undefined
+      timeoutMs: undefined,
+      deadlineFrom
     }
     yield* Ref.update(run.memory, (m) => ({ ...m, visit }))
     return visit
@@ -416,7 +276,7 @@ const prepare = (
     if (step.outcome === null) {
       yield* deps.store.settle(run.fence, {
         attemptId: step.attemptId,
-        step: { _tag: "Interrupted", reason: "superseded: the run was taken over" },
+        step: { _tag: "Interrupted", reason: SUPERSEDED },
         closeRequest: "superseded",
         next: { _tag: "Continue", nodeId: step.nodeId }
       })
@@ -458,8 +318,11 @@ export const runClaimed = (
   Effect.gen(function* () {
     yield* Effect.forkScoped(renewals(deps, run))
     let next = yield* run.lock.withPermits(1)(prepare(deps, run, steps, current))
+    // The first visit continues the one a dead owner left in flight: its deadline is durable.
+    let deadlineFrom = next === null ? null : deadlineOrigin(steps, next)
     while (next !== null) {
-      const visit = yield* run.lock.withPermits(1)(boundary(deps, run, next))
+      const visit = yield* run.lock.withPermits(1)(boundary(deps, run, next, deadlineFrom))
+      deadlineFrom = null
       if (visit === null) return
       const result = yield* executeVisit(deps, run, visit)
       next = yield* run.lock.withPermits(1)(settleVisit(deps, run, visit, result))

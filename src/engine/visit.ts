@@ -4,7 +4,7 @@
  * out or losing the claim aborts the context's AbortSignal. The only durable writes here are
  * the request row and the "natural successor sent" mark; settling is the runner's job.
  */
-import { Cause, Deferred, Effect, Either, Option, Ref, Runtime } from "effect"
+import { Cause, Clock, Deferred, Effect, Either, Option, Ref, Runtime } from "effect"
 import type { StoreFailure } from "../domain/errors.ts"
 import { boundReason } from "../domain/facts.ts"
 import type { ClaimLost } from "../store/run-errors.ts"
@@ -13,6 +13,7 @@ import type { StepContext } from "./definition.ts"
 import { progressProblem } from "../notifications/text.ts"
 import { jsonProblem } from "./json.ts"
 import { agentStepMessage, DELIVERY } from "./messages.ts"
+import { remainingMs } from "./step-deadline.ts"
 import { resolveTimeout, sleepMillis } from "./timeout.ts"
 import type { LoadedNode } from "./validate.ts"
 
@@ -157,7 +158,11 @@ const runNode = (deps: RunnerDeps, run: ActiveRun, visit: VisitState) =>
           ? compute(visit.node, context)
           : agent(deps, run, visit, visit.node, context)
       if (timeoutMs === null) return yield* work
-      const expiry = Effect.as(sleepMillis(timeoutMs), { _tag: "TimedOut", timeoutMs } as const)
+      const timedOut: VisitResult = { _tag: "TimedOut", timeoutMs }
+      const left = remainingMs(timeoutMs, visit.deadlineFrom, yield* Clock.currentTimeMillis)
+      // A taken-over visit whose deadline has passed times out at once, without a new prompt.
+      if (left === 0) return timedOut
+      const expiry = Effect.as(sleepMillis(left), timedOut)
       const result = yield* Effect.raceFirst(work, expiry)
       if (result._tag === "TimedOut") yield* abort(`node "${visit.nodeId}" timed out`)
       return result

@@ -1,20 +1,24 @@
 /**
- * Passive notifications are display-only: Pi keeps them in the session (the user sees them),
- * but every model request is built without them, so the model's context is exactly what it
- * would be without notifications. Dependency-free: the entry registers it before the app loads.
+ * What every model request leaves out. Passive notifications are display-only: Pi keeps them in
+ * the session (the user sees them), but the model's context is exactly what it would be without
+ * them. A turn trigger (`delivery/unanswered-successor.ts`) only starts the turn that answers
+ * the successor before it, so the model sees that successor as the newest message.
+ * Dependency-free: the entry registers it before the app loads.
  */
-import { NOTIFICATION_TYPE } from "../domain/message-types.ts"
+import { NOTIFICATION_TYPE, TURN_TRIGGER_TYPE } from "../domain/message-types.ts"
 
-const isNotification = (message: unknown): boolean =>
+const HIDDEN: ReadonlySet<unknown> = new Set([NOTIFICATION_TYPE, TURN_TRIGGER_TYPE])
+
+const isHidden = (message: unknown): boolean =>
   typeof message === "object" &&
   message !== null &&
   "role" in message &&
   message.role === "custom" &&
   "customType" in message &&
-  message.customType === NOTIFICATION_TYPE
+  HIDDEN.has(message.customType)
 
-/** The messages without notifications, or undefined when there were none (Pi keeps its list). */
-export const withoutNotifications = <M>(messages: ReadonlyArray<M>): Array<M> | undefined => {
-  const kept = messages.filter((message) => !isNotification(message))
+/** The messages without hidden ones, or undefined when there were none (Pi keeps its list). */
+export const withoutHidden = <M>(messages: ReadonlyArray<M>): Array<M> | undefined => {
+  const kept = messages.filter((message) => !isHidden(message))
   return kept.length === messages.length ? undefined : kept
 }

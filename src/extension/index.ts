@@ -2,12 +2,18 @@
  * The Pi extension entry (what `pi.extensions` names). It registers the `workflow` tool, the
  * `/workflow` command, the deferred-turn card and the event handlers, and forwards each to the
  * session application (`session-app.ts`), which it imports on first use: Effect, the stores and
- * the engine load after Pi is ready, not during its start-up. The session start work (fallback
- * sync, run recovery) runs in the background for the same reason; every later event waits for
- * it, since the application opens once and every handler goes through it.
+ * the engine load after Pi is ready, not during its start-up.
+ *
+ * `session_start` only records its context and schedules the load for after Pi's start-up: Pi
+ * emits it before it starts reading input (RPC) or drawing (TUI), and loading the application
+ * chunk (Effect, ~1.5 MB) and opening the database there would add ~100 ms to Pi's ready time
+ * (docs/bench.md). Nothing is lost or reordered: every handler awaits the one shared load, which
+ * runs the session start work (fallback sync, run recovery) before any handler's own call, so an
+ * early tool call or command just waits for it.
  */
-import type { ExtensionAPI } from "@earendil-works/pi-coding-agent"
-import { withoutNotifications } from "./context-filter.ts"
+import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
+import { withoutHidden } from "./context-filter.ts"
+import { beforeModelRequest } from "./successor-request.ts"
 import { registerDeferredTurnRenderer } from "./renderer.ts"
 import type { SessionApp } from "./session-app.ts"
 import { toolParameters } from "./tool-parameters.ts"
@@ -19,10 +25,37 @@ const TOOL_DESCRIPTION =
   "progress {requestId, text} (a short progress line for the user while you work on a step), " +
   "restart {runId} (run an ended run again with the exact same workflow and input)."
 
+/**
+ * Run `load` once Pi has finished starting: Pi's start-up after `session_start` is synchronous
+ * work and promise continuations, and its first input is read in the event loop's poll phase;
+ * the second `setImmediate` runs after that phase, so the first request is answered first.
+ */
+const afterStartUp = (load: () => void): void => {
+  setImmediate(() => setImmediate(load))
+}
+
 export default function piWorkflowTurns(pi: ExtensionAPI): void {
   let loading: Promise<SessionApp> | undefined
+  /** The context of `session_start`, until the loaded application has been started with it. */
+  let startContext: ExtensionContext | undefined
+  let shutDown = false
+
+  const reportStartFailure = (ctx: ExtensionContext) => (error: unknown) => {
+    const text = `pi-workflow-turns could not start: ${error instanceof Error ? error.message : String(error)}`
+    if (ctx.hasUI) ctx.ui.notify(text, "error")
+    else process.stderr.write(`[pi-workflow-turns] error: ${text}\n`)
+  }
+
   const app = (): Promise<SessionApp> => {
-    loading ??= import("./session-app.ts").then((module) => module.createSessionApp(pi))
+    loading ??= import("./session-app.ts").then((module) => {
+      const session = module.createSessionApp(pi)
+      // The session start work is called first, before the continuation of whichever handler
+      // asked for the application; that handler's own call then finds the runtime opening.
+      const ctx = startContext
+      startContext = undefined
+      if (ctx !== undefined) session.sessionStart(ctx).catch(reportStartFailure(ctx))
+      return session
+    })
     return loading
   }
 
@@ -49,17 +82,27 @@ export default function piWorkflowTurns(pi: ExtensionAPI): void {
   })
 
   pi.on("session_start", (_event, ctx) => {
-    const started = app().then((session) => session.sessionStart(ctx))
-    started.catch((error: unknown) => {
-      const text = `pi-workflow-turns could not start: ${error instanceof Error ? error.message : String(error)}`
-      if (ctx.hasUI) ctx.ui.notify(text, "error")
-      else process.stderr.write(`[pi-workflow-turns] error: ${text}\n`)
+    shutDown = false
+    if (loading !== undefined) {
+      // Loaded already (a later session of this process): start it now, as before.
+      app()
+        .then((session) => session.sessionStart(ctx))
+        .catch(reportStartFailure(ctx))
+      return
+    }
+    startContext = ctx
+    afterStartUp(() => {
+      // Already loading (an early event asked for it) or the session is gone: nothing to do.
+      if (shutDown || loading !== undefined) return
+      app().catch(reportStartFailure(ctx))
     })
   })
 
-  // Notifications are for the user only: no model request ever includes them.
+  // Notifications are for the user only and turn triggers only start a turn: no model request
+  // ever includes them.
   pi.on("context", (event) => {
-    const messages = withoutNotifications(event.messages)
+    const messages = withoutHidden(event.messages)
+    beforeModelRequest(messages ?? event.messages, (customType, data) => pi.appendEntry(customType, data))
     return messages === undefined ? undefined : { messages }
   })
 
@@ -67,6 +110,7 @@ export default function piWorkflowTurns(pi: ExtensionAPI): void {
   pi.on("agent_end", async (_event, ctx) => (await app()).observe(ctx))
   pi.on("agent_settled", async (event, ctx) => (await app()).settled(event.aborted, ctx))
   pi.on("session_shutdown", async (_event, ctx) => {
+    shutDown = true
     if (loading !== undefined) await (await loading).shutdown(ctx)
   })
 }

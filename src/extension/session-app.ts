@@ -22,6 +22,7 @@ import { resolveDbPath } from "./db-path.ts"
 import { defaultTimeoutFromEnv } from "./default-timeout.ts"
 import { makePiBridge } from "./pi-session-live.ts"
 import { decodeToolInput } from "../app/tool-input.ts"
+import { triggerUnansweredTurn } from "./turn-trigger.ts"
 import { loadWorkflowFiles } from "./workflow-files.ts"
 
 /** Short lock waits keep the abort path bounded even when another process holds the database. */
@@ -147,7 +148,10 @@ export const createSessionApp = (pi: ExtensionAPI): SessionApp => {
         if (outcome.userHold) {
           held = true
           bridge.setUserHold(true)
+          return
         }
+        // After branch repair and the owed deliveries: a successor written but never answered.
+        triggerUnansweredTurn(pi, ctx)
       })
     },
 

@@ -9,6 +9,8 @@
 import { Effect, Layer, Ref } from "effect"
 import { decide } from "../domain/event-policy.ts"
 import { type IntentRequest, intentRequest } from "../domain/intent-request.ts"
+import type { RunRef } from "../domain/source-event.ts"
+import { TimingPolicy, toMillis } from "../delivery/timing-policy.ts"
 import { PiSession } from "../session/pi-session.ts"
 import type { TurnIntentStore } from "../store/turn-intent-store.ts"
 import type { AbortBookkeeping } from "./abort-bookkeeping.ts"
@@ -39,13 +41,17 @@ export const guaranteeLostWarning = (
   ` during terminal handling (${terminalError}). No automatic follow-up turn will be sent for this ` +
   "event; inspect the run with the workflow tool's status action before continuing."
 
+/** The run's and its session's IDs, as span attributes and log annotations. */
+const runAnnotations = (run: RunRef | null): Record<string, string> =>
+  run === null ? {} : { runId: run.runId, sessionId: run.targetSessionId }
+
 export const make = (
   options: InterruptionsOptions = {}
 ): Effect.Effect<SourceEventsService, never, TurnIntentStore | PiSession | AbortBookkeeping> =>
   Effect.gen(function* () {
     const context = yield* Effect.context<TurnIntentStore | PiSession | AbortBookkeeping>()
     const session = yield* PiSession
-    const persistTimeoutMs = options.persistTimeoutMs ?? DEFAULT_PERSIST_TIMEOUT_MS
+    const persistTimeoutMs = options.persistTimeoutMs ?? toMillis((yield* TimingPolicy).abortPersistTimeout)
     const terminal: TerminalOptions = {
       attempts: options.terminal?.attempts ?? 4,
       retryBaseMs: options.terminal?.retryBaseMs ?? 50,
@@ -63,13 +69,19 @@ export const make = (
         return [m.get(intentId) ?? null, next]
       })
 
-    const publish: SourceEventsService["publish"] = (event) =>
-      Effect.gen(function* () {
+    // A named span per event (with the run and session) and the same keys on every log line, so
+    // a tracer or a log reader can follow one interruption to its successor turn.
+    const publish: SourceEventsService["publish"] = Effect.fn("SourceEvents.publish")(
+      function* (event) {
         const decision = decide(event)
         const request = intentRequest(event, decision)
+        yield* Effect.annotateCurrentSpan({ event: event._tag, decision: decision._tag })
         if (request === null || decision._tag === "NoIntent") return NO_INTENT
         if (decision.abortTurn) {
-          const outcome = yield* abortActiveTurn(request, { persistTimeoutMs })
+          const outcome = yield* abortActiveTurn(request, { persistTimeoutMs }).pipe(
+            Effect.withSpan("Interruptions.abortActiveTurn")
+          )
+          if (outcome.intentId !== null) yield* Effect.annotateCurrentSpan("intentId", outcome.intentId)
           if (outcome.error !== null) {
             yield* remember(outcome.intentId ?? request.run.runId, outcome.error)
             yield* Effect.logWarning("turn intent not stored at abort time; terminal handling retries", {
@@ -79,13 +91,23 @@ export const make = (
           }
           return { intentId: outcome.intentId, warning: null }
         }
-        const outcome = yield* persistEligible(request, terminal)
+        const outcome = yield* persistEligible(request, terminal).pipe(
+          Effect.withSpan("Interruptions.persistEligible")
+        )
+        if (outcome.intentId !== null) yield* Effect.annotateCurrentSpan("intentId", outcome.intentId)
         const abortError = yield* forget(outcome.intentId ?? request.run.runId)
         if (outcome.error === null) return { intentId: outcome.intentId, warning: null }
         const warning = guaranteeLostWarning(request, abortError, outcome.error)
         yield* session.notify(warning, "warning")
         return { intentId: outcome.intentId, warning }
-      }).pipe(Effect.provide(context))
+      },
+      (effect, event) =>
+        Effect.zipRight(Effect.annotateCurrentSpan(runAnnotations(event.run)), effect).pipe(
+          Effect.annotateLogs(runAnnotations(event.run)),
+          Effect.annotateSpans(runAnnotations(event.run)),
+          Effect.provide(context)
+        )
+    )
 
     return { publish }
   })

@@ -5,7 +5,8 @@
  *
  * - an ended run whose end owes an intent gets it, eligible (same deterministic ID the engine
  *   would have used, so an intent that exists is reused, never doubled);
- * - a pending ineligible intent whose run has ended becomes eligible.
+ * - a pending ineligible intent whose run has ended becomes eligible (a completed run's intent
+ *   whose presentation never arrived included: its fallback carries the terminal decision).
  *
  * Idempotent; store failures are returned typed and the next pass retries.
  */
@@ -14,7 +15,7 @@ import type { InvalidInput, StoreFailure } from "../domain/errors.ts"
 import { RunStore } from "../store/run-store.ts"
 import { TurnIntentStore } from "../store/turn-intent-store.ts"
 import { identify } from "./intent-ids.ts"
-import { owedIntent, strandedIntents } from "./run-debts.ts"
+import { completedOwesIntent, owedIntent, strandedIntents } from "./run-debts.ts"
 
 /** How many of the session's newest runs one pass looks at. */
 export const RECONCILE_RUNS = 100
@@ -27,7 +28,9 @@ export interface ReconcileReport {
 }
 
 export const reconcileDebts = (
-  sessionId: string
+  sessionId: string,
+  /** Runs whose presentation the session branch shows (presented before they owned an intent). */
+  presentedInBranch: ReadonlySet<string> = new Set()
 ): Effect.Effect<ReconcileReport, StoreFailure | InvalidInput, RunStore | TurnIntentStore> =>
   Effect.gen(function* () {
     const runs = yield* RunStore
@@ -51,7 +54,14 @@ export const reconcileDebts = (
         madeEligible.push(intentId)
         continue
       }
-      const stored = yield* intents.ensure(ensure).pipe(
+      if (
+        record.state === "completed" &&
+        !completedOwesIntent(record, yield* runs.events(record.runId), presentedInBranch)
+      ) {
+        continue
+      }
+      // The run has ended and nothing delivered its turn: the fallback may go at once.
+      const stored = yield* intents.ensure({ ...ensure, eligible: true }).pipe(
         Effect.catchTags({
           IdentityCollision: () => Effect.succeed(null),
           InvalidFacts: () => Effect.succeed(null)

@@ -9,7 +9,11 @@
  *   else (tool-started runs, not cancelled) a failure intent.
  * - A pending, ineligible intent whose run has ended can no longer be resolved by a natural
  *   prompt: it owes a fallback and becomes eligible.
- * - A completed run owes its presentation until one reached the session (`presented` event).
+ * - A completed run owes its terminal turn intent (cause `completed`, or the reused abort intent):
+ *   its presentation resolves it; after a crash the intent becomes eligible and its fallback
+ *   carries the terminal decision. A completed run with no intent whose presentation is already
+ *   recorded (`presented` event, or in the branch) owes nothing: it was presented before this
+ *   version created intents for completed runs.
  */
 import { decide } from "../domain/event-policy.ts"
 import { type IntentRequest, intentRequest } from "../domain/intent-request.ts"
@@ -25,7 +29,12 @@ export const runRefOfRecord = (record: RunRecord): RunRef => ({
   origin: record.origin
 })
 
-const terminalStates: ReadonlySet<string> = new Set<TerminalState>(["cancelled", "timed_out", "failed"])
+const terminalStates: ReadonlySet<string> = new Set<TerminalState>([
+  "cancelled",
+  "timed_out",
+  "failed",
+  "completed"
+])
 
 /**
  * The `RunTerminal` event of an ended run, from its row. `pending` is the publisher's own
@@ -43,7 +52,7 @@ export const terminalEvent = (
     state: record.state as TerminalState,
     nodeId: record.currentNodeId,
     attemptId: record.currentAttemptId,
-    reason: reason ?? record.error?.message ?? null,
+    reason: reason ?? record.error?.message ?? (record.state === "completed" ? "the run completed" : null),
     provenance: record.abortPending && record.abort !== null ? record.abort : pending,
     interruption: record.interruptions
   }
@@ -66,6 +75,16 @@ export const strandedIntents = (
     return run !== undefined && isTerminal(run.state)
   })
 
-/** A completed run whose presentation has not been recorded as reaching the session. */
-export const owesPresentation = (record: RunRecord, events: ReadonlyArray<RunEvent>): boolean =>
-  record.state === "completed" && !events.some((event) => event.kind === "presented")
+/**
+ * Whether a completed run that has no turn intent still owes one: not when its presentation is
+ * recorded or in the branch (it was presented without an intent, before intents existed for
+ * completed runs).
+ */
+export const completedOwesIntent = (
+  record: RunRecord,
+  events: ReadonlyArray<RunEvent>,
+  presentedInBranch: ReadonlySet<string>
+): boolean =>
+  record.state === "completed" &&
+  !presentedInBranch.has(record.runId) &&
+  !events.some((event) => event.kind === "presented")

@@ -1,8 +1,10 @@
 /**
  * Terminal handling for eligible events (terminal run state, handoff with no successor, launch
  * failure, asynchronous failure after a successful start): find or create the deterministic
- * intent, refresh its facts from the observed state and make it fallback-eligible. Retried with
- * a bounded schedule; the result says whether the intent is durable and eligible now.
+ * intent, refresh its facts from the observed state and make it fallback-eligible. A completed
+ * run's intent is only stored: its presentation resolves it, and reconciliation makes it eligible
+ * if that never happens. Retried with a bounded schedule; the result says whether the intent is
+ * durable (and eligible, when the request asks for it) now.
  */
 import { Duration, Effect, Exit, Schedule } from "effect"
 import type { IntentRequest } from "../domain/intent-request.ts"
@@ -38,7 +40,9 @@ export const persistEligible = (
     const { intentId, ensure } = identified.value
     const attempt = store.ensure(ensure).pipe(
       // ensure keeps an existing intent's facts: refresh them from the observed terminal state.
-      Effect.zipRight(store.makeEligible({ intentId, facts: request.facts })),
+      Effect.zipRight(
+        request.eligible ? store.makeEligible({ intentId, facts: request.facts }) : Effect.void
+      ),
       Effect.timeoutFail({
         duration: Duration.millis(options.attemptTimeoutMs),
         onTimeout: () => new Error(`store did not answer within ${options.attemptTimeoutMs} ms`)
@@ -56,6 +60,6 @@ export const persistEligible = (
       Effect.exit
     )
     return Exit.isSuccess(result)
-      ? { intentId, eligible: true, error: null }
+      ? { intentId, eligible: request.eligible, error: null }
       : { intentId, eligible: false, error: describeCause(result.cause) }
   })

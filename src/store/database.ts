@@ -17,11 +17,16 @@ import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlError from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
-import type { Connection } from "@effect/sql/SqlConnection"
 import Sqlite from "better-sqlite3"
-import { Clock, Context, Duration, Effect, FiberRef, Layer, Option, Schedule, Scope, Stream } from "effect"
+import { Context, Effect, Layer, Option, Scope } from "effect"
 import { IncompatibleStore, LegacyLaunchNotifications, StoreFailure } from "../domain/errors.ts"
+import { upgradeTurnIntentCauses } from "./migrations.ts"
 import { CONTROLLER_SCHEMA, controllerSchemaStatements } from "./schema.ts"
+import { executeFailed, isBusyError, makeConnection, retryBusy, withLockBudget } from "./sqlite-connection.ts"
+import { asStoreFailure, storeFailure } from "./store-errors.ts"
+
+/** The lock budget helpers (`sqlite-connection.ts`), part of this module's public surface. */
+export { ABORT_LOCK_BUDGET_MS, withLockBudget } from "./sqlite-connection.ts"
 
 export interface DatabaseOptions {
   /** Absolute path of the SQLite file (created when missing). */
@@ -48,6 +53,11 @@ export interface DatabaseOptions {
 export interface PreparedStatement {
   /** Run it with positional parameters; every result row (RETURNING included), undecoded. */
   readonly all: (params: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<unknown>, SqlError.SqlError>
+  /**
+   * A single-row lookup: the first result row, undecoded (undefined: none). It stops at that
+   * row and builds no array. Optional like `Database.prepare`; absent, callers use `all`.
+   */
+  readonly one?: (params: ReadonlyArray<unknown>) => Effect.Effect<unknown, SqlError.SqlError>
 }
 
 export interface DatabaseService {
@@ -80,174 +90,14 @@ export class Database extends Context.Tag("pi-workflow-turns/Database")<Database
 
 export type OpenError = StoreFailure | LegacyLaunchNotifications | IncompatibleStore
 
-/** An SQL (or row decoding) error as the stores report it: the driver's own words when it has them. */
-export const storeFailure =
-  (operation: string) =>
-  (error: { readonly cause?: unknown; readonly message: string }): StoreFailure =>
-    new StoreFailure({ operation, message: String(error.cause ?? error.message), cause: error })
-
 /** `immediate`, with an SQL failure (BEGIN, COMMIT, a statement) as this operation's `StoreFailure`. */
 export const immediateAs =
   (database: DatabaseService, operation: string) =>
-  <A, E, R>(
-    effect: Effect.Effect<A, E, R>
-  ): Effect.Effect<A, Exclude<E, SqlError.SqlError> | StoreFailure, R> =>
-    database.immediate(effect).pipe(
-      Effect.catchIf(
-        (error): error is SqlError.SqlError => error instanceof SqlError.SqlError,
-        (error) => Effect.fail(storeFailure(operation)(error))
-      )
-    )
+  <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    asStoreFailure(operation)(database.immediate(effect))
 
-const isRow = (row: unknown): row is object => typeof row === "object" && row !== null
-
-const executeFailed = (cause: unknown) =>
-  new SqlError.SqlError({ cause, message: "Failed to execute statement" })
-
-/**
- * How long (ms) a statement of the current fiber may wait for another connection's lock; null:
- * the database's `busyTimeoutMs`. `urgent` lowers it for the writes an abort must not wait on.
- */
-const busyBudget = FiberRef.unsafeMake<number | null>(null)
-
-/**
- * Run `effect` with its statements waiting at most `ms` for another connection's lock (a
- * fiber-local budget, so it reaches the stores' statements without passing anything).
- */
-export const withLockBudget =
-  (ms: number) =>
-  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    Effect.locally(effect, busyBudget, Math.max(0, Math.trunc(ms)))
-
-/** The lock budget of the writes an abort makes (its provenance, its intent): well inside 250 ms. */
-export const ABORT_LOCK_BUDGET_MS = 150
-
-const LOCK_CODES = new Set(["SQLITE_BUSY", "SQLITE_BUSY_SNAPSHOT", "SQLITE_BUSY_RECOVERY", "SQLITE_LOCKED"])
-
-const isBusyError = (error: SqlError.SqlError): boolean => {
-  const cause: unknown = error.cause
-  return (
-    typeof cause === "object" &&
-    cause !== null &&
-    "code" in cause &&
-    typeof cause.code === "string" &&
-    LOCK_CODES.has(cause.code)
-  )
-}
-
-/** Lock waits are a fact about other processes: measured on the wall clock, even under TestClock. */
-const wallClock = Clock.make()
-const LOCK_POLL = Duration.millis(5)
-
-/**
- * Retry a statement that found another connection's lock, asynchronously, until the fiber's
- * busy budget is spent; then the SQLITE_BUSY stays the (typed) result. Only outside a
- * transaction: a statement inside one is never retried alone (BEGIN IMMEDIATE, which opens it,
- * is outside and is retried).
- */
-const retryBusy =
-  (db: Sqlite.Database, defaultBudgetMs: number) =>
-  <A>(effect: Effect.Effect<A, SqlError.SqlError>): Effect.Effect<A, SqlError.SqlError> =>
-    Effect.flatMap(FiberRef.get(busyBudget), (budget) => {
-      const ms = budget ?? defaultBudgetMs
-      if (ms <= 0) return effect
-      return effect.pipe(
-        Effect.retry({
-          while: (error) => isBusyError(error) && !db.inTransaction,
-          schedule: Schedule.spaced(LOCK_POLL).pipe(Schedule.upTo(Duration.millis(ms)))
-        }),
-        Effect.withClock(wallClock)
-      )
-    })
-
-/** Statements the SqlClient runs, by text; bounded like @effect/sql-sqlite-node's cache. */
-const PREPARE_CACHE_SIZE = 200
-
-/** The @effect/sql connection over the handle (what @effect/sql-sqlite-node builds, minus its extras). */
-const makeConnection = (
-  db: Sqlite.Database,
-  waitForLock: <A>(effect: Effect.Effect<A, SqlError.SqlError>) => Effect.Effect<A, SqlError.SqlError>
-): Connection => {
-  const cache = new Map<string, Sqlite.Statement>()
-  const prepared = (text: string): Sqlite.Statement => {
-    const cached = cache.get(text)
-    if (cached !== undefined) {
-      // Re-insert: Map order is then least recently used first.
-      cache.delete(text)
-      cache.set(text, cached)
-      return cached
-    }
-    const statement = db.prepare(text)
-    if (cache.size >= PREPARE_CACHE_SIZE) {
-      const oldest = cache.keys().next()
-      if (oldest.done !== true) cache.delete(oldest.value)
-    }
-    cache.set(text, statement)
-    return statement
-  }
-  /** Step a statement in the calling fiber, honouring `SqlClient.SafeIntegers` as sql-sqlite-node does. */
-  const step = <A>(
-    statement: () => Sqlite.Statement,
-    use: (statement: Sqlite.Statement) => A
-  ): Effect.Effect<A, SqlError.SqlError> =>
-    waitForLock(
-      Effect.withFiberRuntime((fiber) => {
-        try {
-          const s = statement()
-          s.safeIntegers(Context.get(fiber.currentContext, SqlClient.SafeIntegers))
-          return Effect.succeed(use(s))
-        } catch (cause) {
-          return Effect.fail(executeFailed(cause))
-        }
-      })
-    )
-  type Transform = (<A extends object>(rows: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined
-  const rows =
-    (params: ReadonlyArray<unknown>, transformRows: Transform) =>
-    (s: Sqlite.Statement): ReadonlyArray<object> => {
-      if (!s.reader) {
-        s.run(...params)
-        return []
-      }
-      const found = s.all(...params).filter(isRow)
-      return transformRows === undefined ? found : transformRows(found)
-    }
-  const values =
-    (params: ReadonlyArray<unknown>) =>
-    (s: Sqlite.Statement): ReadonlyArray<ReadonlyArray<unknown>> => {
-      if (!s.reader) {
-        s.run(...params)
-        return []
-      }
-      return s
-        .raw(true)
-        .all(...params)
-        .filter((row) => Array.isArray(row))
-    }
-  return {
-    execute: (text, params, transformRows) => step(() => prepared(text), rows(params, transformRows)),
-    executeRaw: (text, params) =>
-      step(
-        () => prepared(text),
-        (s): unknown => (s.reader ? s.all(...params) : s.run(...params))
-      ),
-    // A fresh statement: switching a cached one to raw mode would leak into its other users.
-    executeValues: (text, params) => step(() => db.prepare(text), values(params)),
-    executeUnprepared: (text, params, transformRows) => {
-      // After a BEGIN IMMEDIATE that failed there is nothing to roll back: not a second error.
-      if (text === "ROLLBACK" && !db.inTransaction) return Effect.succeed([])
-      const run = step(() => db.prepare(text), rows(params, transformRows))
-      if (text !== "COMMIT") return run
-      // A failed COMMIT would leave the transaction open on the only connection: roll it back.
-      return Effect.tapError(run, () =>
-        Effect.sync(() => {
-          if (db.inTransaction) db.exec("ROLLBACK")
-        })
-      )
-    },
-    executeStream: () => Stream.dieMessage("executeStream is not supported on the controller database")
-  }
-}
+/** The stores' error mapping (`store-errors.ts`), where the stores have always found it. */
+export { storeFailure } from "./store-errors.ts"
 
 const legacyCheck = (sql: SqlClient.SqlClient, filename: string) =>
   Effect.gen(function* () {
@@ -363,31 +213,42 @@ const open = (options: DatabaseOptions) =>
 
     const prepare = (text: string): PreparedStatement => {
       let statement: Sqlite.Statement | undefined
-      const once = (
-        params: ReadonlyArray<unknown>
-      ): Effect.Effect<ReadonlyArray<unknown>, SqlError.SqlError> => {
+      const once = <A>(step: (statement: Sqlite.Statement) => A): Effect.Effect<A, SqlError.SqlError> => {
         try {
           statement ??= db.prepare(text)
-          return Effect.succeed(statement.all(...params))
+          return Effect.succeed(step(statement))
         } catch (cause) {
           return Effect.fail(executeFailed(cause))
         }
       }
-      const direct = (params: ReadonlyArray<unknown>) => {
-        const first = once(params)
+      const direct = <A>(step: (statement: Sqlite.Statement) => A) => {
+        const first = once(step)
         // The common case answers synchronously; only a lock wait goes through the retry.
-        return Effect.catchIf(first, isBusyError, () => waitForLock(Effect.suspend(() => once(params))))
+        return Effect.catchIf(first, isBusyError, () => waitForLock(Effect.suspend(() => once(step))))
       }
       return {
         // Decided when the effect runs: an open transaction is another fiber's (the SqlClient
         // waits for it) or the caller's (the SqlClient joins it); never step into it directly.
-        all: (params) => Effect.suspend(() => (db.inTransaction ? sql.unsafe(text, params) : direct(params)))
+        all: (params) =>
+          Effect.suspend(
+            (): Effect.Effect<ReadonlyArray<unknown>, SqlError.SqlError> =>
+              db.inTransaction
+                ? sql.unsafe(text, params)
+                : direct((s): ReadonlyArray<unknown> => s.all(...params))
+          ),
+        one: (params) =>
+          Effect.suspend(() =>
+            db.inTransaction
+              ? Effect.map(sql.unsafe(text, params), (rows) => rows[0])
+              : direct((s): unknown => s.get(...params))
+          )
       }
     }
 
     const migrate = immediate(
       Effect.gen(function* () {
         yield* legacyCheck(sql, options.filename)
+        yield* upgradeTurnIntentCauses(sql)
         for (const statement of controllerSchemaStatements) yield* sql.unsafe(statement)
         yield* sql`INSERT INTO pi_workflows_metadata (key, value) VALUES ('schema', ${CONTROLLER_SCHEMA})
           ON CONFLICT (key) DO NOTHING`

@@ -16,7 +16,8 @@ import {
   type Reserved
 } from "../terminal/launch-store.ts"
 import { decodeLaunch, encodeLaunch, LAUNCH_SCHEMA } from "../terminal/lineage.ts"
-import { Database, storeFailure } from "./database.ts"
+import { Database } from "./database.ts"
+import { asStoreFailure, storeFailure } from "./store-errors.ts"
 
 const Row = Schema.Struct({
   run_id: Schema.String,
@@ -65,7 +66,7 @@ export const make = Effect.gen(function* () {
   const one = (operation: string, rows: Effect.Effect<ReadonlyArray<unknown>, Infra>) =>
     rows.pipe(
       Effect.flatMap(decodeRows),
-      Effect.mapError(storeFailure(operation)),
+      asStoreFailure(operation),
       Effect.flatMap((decoded) => {
         const row = decoded[0]
         if (row === undefined) return Effect.succeed(Option.none<LaunchRecord>())
@@ -128,7 +129,7 @@ export const make = Effect.gen(function* () {
               terminal_intent_id, tool_call_id, launch_json, created_at)
             VALUES (${run.runId}, ${input.kind}, ${parentRunId}, ${input.terminal?.runId ?? null},
               ${input.terminal?.intentId ?? null}, ${input.toolCallId}, ${launch}, ${now})`.pipe(
-            Effect.mapError(storeFailure("launch.reserve"))
+            asStoreFailure("launch.reserve")
           )
           const created: Reserved = { _tag: "Created", runId: run.runId }
           return created

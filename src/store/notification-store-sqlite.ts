@@ -6,7 +6,8 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect, Either, Layer, Option, type ParseResult, Schema } from "effect"
 import { InvalidInput } from "../domain/errors.ts"
-import { Database, type DatabaseOptions, type OpenError, storeFailure } from "./database.ts"
+import { Database, type DatabaseOptions, type OpenError } from "./database.ts"
+import { asStoreFailure } from "./store-errors.ts"
 import {
   type Notification,
   NotificationPayload,
@@ -102,7 +103,7 @@ export const make = Effect.gen(function* () {
           VALUES (${input.notificationId}, ${input.runId}, ${input.targetSessionId}, ${input.payload.kind},
             ${payload}, ${now}, NULL)
           ON CONFLICT (notification_id) DO NOTHING
-          RETURNING notification_id`.pipe(Effect.mapError(storeFailure("insertNotification")))
+          RETURNING notification_id`.pipe(asStoreFailure("insertNotification"))
       return rows.length > 0
     })
 
@@ -110,7 +111,7 @@ export const make = Effect.gen(function* () {
     sql`SELECT ${sql.literal(COLUMNS)} FROM workflow_notifications
         WHERE run_id = ${runId} AND kind = ${kind}
         ORDER BY created_at DESC, rowid DESC LIMIT 1`.pipe(
-      Effect.mapError(storeFailure("latestNotification")),
+      asStoreFailure("latestNotification"),
       Effect.flatMap(decoded("latestNotification")),
       Effect.map((found) => Option.fromNullable(found[0]))
     )
@@ -125,7 +126,7 @@ export const make = Effect.gen(function* () {
           WHERE rowid IN (SELECT rowid FROM workflow_notifications
             WHERE target_session_id = ${input.targetSessionId} AND delivered_at IS NULL
             ORDER BY created_at, rowid LIMIT ${input.limit})
-          RETURNING rowid AS seq, ${sql.literal(COLUMNS)}`.pipe(Effect.mapError(storeFailure("takePending")))
+          RETURNING rowid AS seq, ${sql.literal(COLUMNS)}`.pipe(asStoreFailure("takePending"))
       const found = yield* decodeEach("takePending", rows, decodeTakenRow)
       // RETURNING has no defined order: restore creation order (rowid breaks ties).
       return [...found]
@@ -156,7 +157,7 @@ export const make = Effect.gen(function* () {
       ]
       return yield* sql`SELECT ${sql.literal(COLUMNS)} FROM workflow_notifications
           WHERE ${sql.and(where)} ORDER BY created_at, rowid LIMIT ${input.limit}`.pipe(
-        Effect.mapError(storeFailure("listNotifications")),
+        asStoreFailure("listNotifications"),
         Effect.flatMap(decoded("listNotifications"))
       )
     })

@@ -4,12 +4,12 @@
  * under a claim that is still held or not at all. Lease renewal is a single conditional UPDATE.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import type * as SqlError from "@effect/sql/SqlError"
-import type * as Statement from "@effect/sql/Statement"
-import { Clock, Effect, Layer, Option, type ParseResult } from "effect"
+import { Clock, Effect, Layer, Option } from "effect"
 import { StoreFailure } from "../domain/errors.ts"
-import { Database, type DatabaseOptions, type OpenError, storeFailure } from "./database.ts"
-import { ClaimLost, ClaimRefused, RequestNotOpen, ReservationConflict, RunNotFound } from "./run-errors.ts"
+import { Database, type DatabaseOptions, type OpenError } from "./database.ts"
+import { asStoreFailure } from "./store-errors.ts"
+import { makeRunReads } from "./run-reads.ts"
+import { ClaimLost, ClaimRefused, RequestNotOpen, ReservationConflict } from "./run-errors.ts"
 import {
   decodeFlags,
   decodeRequests,
@@ -19,28 +19,9 @@ import {
   decodeToken,
   toRequest,
   toRunEvent,
-  toRun,
   toStep
 } from "./run-rows.ts"
 import { type Fence, isTerminal, RunStore, type RunStoreService } from "./run-store.ts"
-
-type Infra = SqlError.SqlError | ParseResult.ParseError
-
-const isInfra = (error: unknown): error is Infra =>
-  typeof error === "object" &&
-  error !== null &&
-  "_tag" in error &&
-  (error._tag === "SqlError" || error._tag === "ParseError")
-
-/** SQL and decode errors become StoreFailure; domain errors pass through unchanged. */
-const storeErrors =
-  (operation: string) =>
-  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, Infra> | StoreFailure, R> =>
-    Effect.catchIf(
-      effect,
-      (error): error is Extract<E, Infra> => isInfra(error),
-      (error) => Effect.fail(storeFailure(operation)(error))
-    ) as Effect.Effect<A, Exclude<E, Infra> | StoreFailure, R>
 
 const iso = (millis: number) => new Date(millis).toISOString()
 const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value))
@@ -48,26 +29,8 @@ const json = (value: unknown) => (value === undefined ? null : JSON.stringify(va
 export const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const db = yield* Database
-
-  const runsWhere = (where: Statement.Fragment) =>
-    sql`SELECT r.*,
-        (SELECT q.request_id FROM workflow_requests q WHERE q.run_id = r.run_id AND q.state = 'open')
-          AS open_request_id,
-        (SELECT count(*) FROM workflow_steps s WHERE s.run_id = r.run_id AND s.outcome IS NOT NULL)
-          AS step_count
-      FROM workflow_runs r WHERE ${where}`
-
-  const findRun = (runId: string) =>
-    runsWhere(sql`r.run_id = ${runId}`).pipe(
-      Effect.flatMap(decodeRuns),
-      Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toRun))
-    )
-
-  const requireRun = (runId: string) =>
-    Effect.flatMap(
-      findRun(runId),
-      Option.match({ onNone: () => new RunNotFound({ runId }), onSome: Effect.succeed })
-    )
+  const reads = makeRunReads(sql)
+  const { runsWhere, requireRun } = reads
 
   /** Inside one immediate transaction: verify the claim, then run `body`. */
   const fenced = <A, E, R>(operation: string, fence: Fence, body: Effect.Effect<A, E, R>) =>
@@ -83,7 +46,7 @@ export const make = Effect.gen(function* () {
           return yield* body
         })
       )
-      .pipe(storeErrors(operation))
+      .pipe(asStoreFailure(operation))
 
   /** A row the fence just proved present: its absence is a store fault, not a domain error. */
   const fencedRun = (runId: string) =>
@@ -121,15 +84,7 @@ export const make = Effect.gen(function* () {
           return yield* fencedRun(run.runId)
         })
       )
-      .pipe(storeErrors("reserve"))
-
-  const nextQueued: RunStoreService["nextQueued"] = (sessionId) =>
-    sql`${runsWhere(sql`r.target_session_id = ${sessionId} AND r.state = 'queued'`)}
-        ORDER BY r.created_at, r.run_id LIMIT 1`.pipe(
-      Effect.flatMap(decodeRuns),
-      Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toRun)),
-      storeErrors("nextQueued")
-    )
+      .pipe(asStoreFailure("reserve"))
 
   const claim: RunStoreService["claim"] = (input) =>
     Effect.zipRight(
@@ -162,7 +117,7 @@ export const make = Effect.gen(function* () {
             return yield* requireRun(run.runId)
           })
         )
-        .pipe(storeErrors("claim"))
+        .pipe(asStoreFailure("claim"))
     )
 
   const renew: RunStoreService["renew"] = (fence, leaseMs) =>
@@ -175,7 +130,7 @@ export const make = Effect.gen(function* () {
       const row = rows[0]
       if (row === undefined) return yield* new ClaimLost({ runId: fence.runId, operation: "renew" })
       return { pauseRequested: row.pause_requested === 1, cancelRequested: row.cancel_requested }
-    }).pipe(storeErrors("renew"))
+    }).pipe(asStoreFailure("renew"))
 
   const startStep: RunStoreService["startStep"] = (fence, input) =>
     fenced(
@@ -227,7 +182,7 @@ export const make = Effect.gen(function* () {
         RETURNING run_id`
       if (rows.length === 0)
         return yield* new ClaimLost({ runId: fence.runId, operation: "recordInterruption" })
-    }).pipe(storeErrors("recordInterruption"))
+    }).pipe(asStoreFailure("recordInterruption"))
 
   const recordHandoff: RunStoreService["recordHandoff"] = (runId, p) =>
     Effect.gen(function* () {
@@ -241,7 +196,7 @@ export const make = Effect.gen(function* () {
       const run = yield* requireRun(runId)
       if (rows.length > 0) return { _tag: "Recorded", run } as const
       return isTerminal(run.state) ? ({ _tag: "Ended", run } as const) : ({ _tag: "Kept", run } as const)
-    }).pipe(storeErrors("recordHandoff"))
+    }).pipe(asStoreFailure("recordHandoff"))
 
   const recordEvent: RunStoreService["recordEvent"] = (runId, event) =>
     db
@@ -260,14 +215,7 @@ export const make = Effect.gen(function* () {
           return toRunEvent(row)
         })
       )
-      .pipe(storeErrors("recordEvent"))
-
-  const events: RunStoreService["events"] = (runId) =>
-    sql`SELECT * FROM workflow_run_events WHERE run_id = ${runId} ORDER BY seq`.pipe(
-      Effect.flatMap(decodeRunEvents),
-      Effect.map((rows) => rows.map(toRunEvent)),
-      storeErrors("events")
-    )
+      .pipe(asStoreFailure("recordEvent"))
 
   const clearInterruption: RunStoreService["clearInterruption"] = (fence) =>
     fenced(
@@ -363,7 +311,7 @@ export const make = Effect.gen(function* () {
           return { _tag: "Held", run: yield* requireRun(runId) } as const
         })
       )
-      .pipe(storeErrors("requestPause"))
+      .pipe(asStoreFailure("requestPause"))
 
   const withdrawPause: RunStoreService["withdrawPause"] = (runId) =>
     db
@@ -376,7 +324,7 @@ export const make = Effect.gen(function* () {
           return Option.some(yield* requireRun(runId))
         })
       )
-      .pipe(storeErrors("withdrawPause"))
+      .pipe(asStoreFailure("withdrawPause"))
 
   const cancel: RunStoreService["cancel"] = (runId, by) =>
     db
@@ -391,6 +339,16 @@ export const make = Effect.gen(function* () {
             return { _tag: "Requested", run: yield* requireRun(runId) } as const
           }
           const error = { message: `cancelled by the ${by}`, nodeId: run.currentNodeId, original: null }
+          // The agent's cancel owes the run's terminal turn: its provenance goes on the row in the
+          // same transaction (an outstanding abort of the run is kept and reused instead), so
+          // reconciliation finds the debt after a crash.
+          if (by === "agent" && !run.abortPending) {
+            yield* sql`UPDATE workflow_runs SET abort_cause = 'agentCancelled',
+                abort_node_id = ${run.currentNodeId}, abort_attempt_id = ${run.currentAttemptId},
+                abort_interruption = ${run.interruptions}, abort_pending = 1,
+                interruptions = ${run.interruptions + 1}
+              WHERE run_id = ${runId}`
+          }
           yield* sql`UPDATE workflow_requests SET state = 'closed', closed_reason = 'cancelled', ended_at = ${at}
             WHERE run_id = ${runId} AND state = 'open'`
           yield* sql`UPDATE workflow_steps SET outcome = 'cancelled', ended_at = ${at}
@@ -402,49 +360,11 @@ export const make = Effect.gen(function* () {
           return { _tag: "Cancelled", run: yield* requireRun(runId) } as const
         })
       )
-      .pipe(storeErrors("cancel"))
-
-  const get: RunStoreService["get"] = (runId) => findRun(runId).pipe(storeErrors("get"))
-
-  const listBySession: RunStoreService["listBySession"] = (sessionId, limit) =>
-    sql`${runsWhere(sql`r.target_session_id = ${sessionId}`)}
-        ORDER BY r.created_at DESC, r.run_id DESC LIMIT ${Math.max(1, Math.min(1_000, Math.trunc(limit)))}`.pipe(
-      Effect.flatMap(decodeRuns),
-      Effect.map((rows) => rows.map(toRun)),
-      storeErrors("listBySession")
-    )
-
-  const list: RunStoreService["list"] = (query) =>
-    sql`${runsWhere(
-      sql.and([
-        sql`1 = 1`,
-        ...(query.targetSessionId === undefined ? [] : [sql`r.target_session_id = ${query.targetSessionId}`]),
-        ...(query.state === undefined ? [] : [sql`r.state = ${query.state}`])
-      ])
-    )}
-        ORDER BY r.created_at DESC, r.run_id DESC LIMIT ${Math.max(1, Math.min(1_000, Math.trunc(query.limit)))}`.pipe(
-      Effect.flatMap(decodeRuns),
-      Effect.map((rows) => rows.map(toRun)),
-      storeErrors("list")
-    )
-
-  const steps: RunStoreService["steps"] = (runId) =>
-    sql`SELECT * FROM workflow_steps WHERE run_id = ${runId} ORDER BY seq`.pipe(
-      Effect.flatMap(decodeSteps),
-      Effect.map((rows) => rows.map(toStep)),
-      storeErrors("steps")
-    )
-
-  const request: RunStoreService["request"] = (requestId) =>
-    sql`SELECT * FROM workflow_requests WHERE request_id = ${requestId}`.pipe(
-      Effect.flatMap(decodeRequests),
-      Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), toRequest)),
-      storeErrors("request")
-    )
+      .pipe(asStoreFailure("cancel"))
 
   return RunStore.of({
     reserve,
-    nextQueued,
+    nextQueued: reads.nextQueued,
     claim,
     renew,
     startStep,
@@ -458,12 +378,12 @@ export const make = Effect.gen(function* () {
     withdrawPause,
     cancel,
     recordEvent,
-    events,
-    get,
-    listBySession,
-    list,
-    steps,
-    request
+    events: reads.events,
+    get: reads.get,
+    listBySession: reads.listBySession,
+    list: reads.list,
+    steps: reads.steps,
+    request: reads.request
   })
 })
 

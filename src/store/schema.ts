@@ -24,14 +24,16 @@ const notifications = `CREATE TABLE IF NOT EXISTS workflow_notifications (
   delivered_at TEXT
 ) STRICT`
 
-const turnIntents = `CREATE TABLE IF NOT EXISTS workflow_turn_intents (
+/** The turn intents table under another name (the cause migration builds the new table so). */
+export const turnIntentsTable = (name: string) => `CREATE TABLE IF NOT EXISTS ${name} (
   intent_id TEXT PRIMARY KEY NOT NULL CHECK (length(intent_id) BETWEEN 1 AND 512),
   source_event_id TEXT NOT NULL CHECK (length(source_event_id) BETWEEN 1 AND 512),
   run_id TEXT NOT NULL CHECK (length(run_id) BETWEEN 1 AND 512),
   workflow_ref TEXT NOT NULL CHECK (length(workflow_ref) BETWEEN 1 AND 512),
   target_session_id TEXT NOT NULL CHECK (length(target_session_id) BETWEEN 1 AND 512),
   cause TEXT NOT NULL CHECK (cause IN
-    ('agentCancelled', 'timedOut', 'failed', 'launchFailed', 'controllerInterrupted', 'claimLost')),
+    ('agentCancelled', 'timedOut', 'failed', 'launchFailed', 'controllerInterrupted', 'claimLost',
+     'completed')),
   node_id TEXT CHECK (node_id IS NULL OR length(node_id) BETWEEN 1 AND 512),
   attempt_id TEXT CHECK (attempt_id IS NULL OR length(attempt_id) BETWEEN 1 AND 512),
   fallback_facts_json TEXT NOT NULL CHECK (length(CAST(fallback_facts_json AS BLOB)) <= 65536),
@@ -46,6 +48,8 @@ const turnIntents = `CREATE TABLE IF NOT EXISTS workflow_turn_intents (
       OR (resolved_at IS NOT NULL AND resolution IS NOT NULL AND resolution_message_id IS NOT NULL)),
   CHECK ((delivery_claim_token IS NULL) = (delivery_claim_expires_at IS NULL))
 ) STRICT`
+
+const turnIntents = turnIntentsTable("workflow_turn_intents")
 
 // Both indexes cover pending rows only, so their size and the cost of a sync pass do not grow
 // with resolved history.

@@ -20,15 +20,10 @@ import {
 import { validateFactsJson } from "../domain/facts.ts"
 import { intentId as deriveIntentId, invalidId } from "../domain/identity.ts"
 import { IMMUTABLE_FIELDS, type TurnIntent } from "../domain/turn-intent.ts"
-import {
-  Database,
-  type DatabaseOptions,
-  type OpenError,
-  type PreparedStatement,
-  storeFailure
-} from "./database.ts"
+import { Database, type DatabaseOptions, type OpenError, type PreparedStatement } from "./database.ts"
+import { asStoreFailure, storeFailure } from "./store-errors.ts"
 import { CAUSES, RESOLUTIONS, toIntents } from "./turn-intent-rows.ts"
-import { listSql, SQL } from "./turn-intent-sql.ts"
+import { claimEligibleSql, listSql, SQL } from "./turn-intent-sql.ts"
 import {
   type Claim,
   type EnsureIntent,
@@ -53,7 +48,7 @@ const invalidCause = (cause: string): InvalidInput | undefined =>
     : new InvalidInput({
         field: "cause",
         message:
-          "cause must be agentCancelled, timedOut, failed, launchFailed, controllerInterrupted or claimLost"
+          "cause must be agentCancelled, timedOut, failed, launchFailed, controllerInterrupted, claimLost or completed"
       })
 
 const invalidResolution = (resolution: string): InvalidInput | undefined =>
@@ -104,17 +99,18 @@ export const make = Effect.gen(function* () {
     markEligible: prepare(SQL.markEligible),
     claimForRun: prepare(SQL.claimForRun),
     probeEligible: prepare(SQL.probeEligible),
-    claimEligible: prepare(SQL.claimEligible),
     resolve: prepare(SQL.resolve),
     renew: prepare(SQL.renew),
     release: prepare(SQL.release)
   }
-  const listStatements = new Map<string, PreparedStatement>()
-  const listStatement = (text: string): PreparedStatement => {
-    let prepared = listStatements.get(text)
+  // Texts with a constant limit (see turn-intent-sql.ts): one prepared statement per text. The
+  // texts are few (filter combinations × the limits callers use), so the map stays small.
+  const byText = new Map<string, PreparedStatement>()
+  const preparedText = (text: string): PreparedStatement => {
+    let prepared = byText.get(text)
     if (prepared === undefined) {
       prepared = prepare(text)
-      listStatements.set(text, prepared)
+      byText.set(text, prepared)
     }
     return prepared
   }
@@ -130,8 +126,20 @@ export const make = Effect.gen(function* () {
       return decoded instanceof StoreFailure ? Effect.fail(decoded) : Effect.succeed(decoded)
     })
 
-  const select = (operation: string, id: string) =>
-    Effect.map(rows(operation, statement.select, [id]), (found) => Option.fromNullable(found[0]))
+  /** One intent by ID: a single-row lookup where the Database offers one. */
+  const select = (operation: string, id: string): Effect.Effect<Option.Option<TurnIntent>, StoreFailure> => {
+    const one = statement.select.one
+    if (one === undefined) {
+      return Effect.map(rows(operation, statement.select, [id]), (found) => Option.fromNullable(found[0]))
+    }
+    return Effect.flatMap(asStoreFailure(operation)(one([id])), (row) => {
+      if (row === undefined) return Effect.succeed(Option.none())
+      const decoded = toIntents(operation, [row])
+      return decoded instanceof StoreFailure
+        ? Effect.fail(decoded)
+        : Effect.succeed(Option.fromNullable(decoded[0]))
+    })
+  }
 
   const markEligible = (operation: string, id: string, factsJson: string | null) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) =>
@@ -220,18 +228,17 @@ export const make = Effect.gen(function* () {
       () =>
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
           statement.probeEligible.all([input.targetSessionId, now, input.token]).pipe(
-            Effect.mapError(storeFailure("claimEligibleForSession")),
+            asStoreFailure("claimEligibleForSession"),
             Effect.flatMap((found) =>
               found.length === 0
                 ? Effect.succeed([])
                 : Effect.map(
-                    rows("claimEligibleForSession", statement.claimEligible, [
+                    rows("claimEligibleForSession", preparedText(claimEligibleSql(input.limit)), [
                       input.token,
                       now + input.leaseMs,
                       input.targetSessionId,
                       now,
-                      input.token,
-                      input.limit
+                      input.token
                     ]),
                     // RETURNING order is unspecified; callers rely on eligibility order.
                     (claimed) => (claimed.length < 2 ? claimed : [...claimed].sort(byEligibility))
@@ -244,15 +251,23 @@ export const make = Effect.gen(function* () {
   const makeEligible: TurnIntentStoreService["makeEligible"] = (input) =>
     checked(
       () => invalidId("intentId", input.intentId),
-      () =>
-        Effect.gen(function* () {
-          const factsJson = input.facts === undefined ? null : (yield* validateFactsJson(input.facts)).json
-          const updated = yield* markEligible("makeEligible", input.intentId, factsJson)
-          if (updated[0] !== undefined) return updated[0]
-          const existing = yield* select("makeEligible", input.intentId)
-          if (Option.isNone(existing)) return yield* new IntentNotFound({ intentId: input.intentId })
-          return existing.value
-        })
+      () => {
+        // Plain combinators, no generator: this is a hot path (docs/bench.md).
+        const mark = (factsJson: string | null) =>
+          Effect.flatMap(markEligible("makeEligible", input.intentId, factsJson), (updated) => {
+            const row = updated[0]
+            if (row !== undefined) return Effect.succeed(row)
+            // Nothing updated: resolved already (returned as it is), or no such intent.
+            return Effect.flatMap(select("makeEligible", input.intentId), (existing) =>
+              Option.isNone(existing)
+                ? Effect.fail(new IntentNotFound({ intentId: input.intentId }))
+                : Effect.succeed(existing.value)
+            )
+          })
+        return input.facts === undefined
+          ? mark(null)
+          : Effect.flatMap(validateFactsJson(input.facts), (facts) => mark(facts.json))
+      }
     )
 
   /** Why a resolve matched nothing: the row as it is now tells. */
@@ -304,7 +319,7 @@ export const make = Effect.gen(function* () {
       () =>
         statement.release.all([input.intentId, input.token]).pipe(
           Effect.map((released) => released.length > 0),
-          Effect.mapError(storeFailure("release"))
+          asStoreFailure("release")
         )
     )
 
@@ -315,7 +330,7 @@ export const make = Effect.gen(function* () {
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
           statement.renew.all([now + input.leaseMs, input.intentId, input.token]).pipe(
             Effect.map((renewed) => renewed.length > 0),
-            Effect.mapError(storeFailure("renew"))
+            asStoreFailure("renew")
           )
         )
     )
@@ -333,13 +348,13 @@ export const make = Effect.gen(function* () {
         const params: Array<unknown> = []
         if (query.targetSessionId !== undefined) params.push(query.targetSessionId)
         if (query.runId !== undefined) params.push(query.runId)
-        params.push(query.limit)
         const text = listSql(
           query.targetSessionId !== undefined,
           query.runId !== undefined,
-          query.state ?? "all"
+          query.state ?? "all",
+          query.limit
         )
-        return rows("list", listStatement(text), params)
+        return rows("list", preparedText(text), params)
       }
     )
 

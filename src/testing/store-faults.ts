@@ -6,6 +6,8 @@
  *   operation, each call can fail with `SQLITE_BUSY` or `SQLITE_READONLY` (as `StoreFailure`),
  *   throw (a defect), or hang (forever, or for a while and then answer). Faults fire a given
  *   number of times or until cleared. `layerSqliteBoth` wraps both stores on one file.
+ * - `layerGated(gate)` runs a gate of your own before every store call instead of a script (a
+ *   simulated scheduler: a yield point, a per-process fault, a killed process).
  * - Database level, on a real SQLite file: `holdWriteLock` keeps another connection's write
  *   lock, `holdWriteLockInProcess` another process's (real `SQLITE_BUSY` after the busy
  *   budget), and `readOnlyConnection` switches a connection to read-only (real
@@ -24,6 +26,9 @@ import { RunStore, type RunStoreService } from "../store/run-store.ts"
 import * as RunStoreSqlite from "../store/run-store-sqlite.ts"
 import { TurnIntentStore, type TurnIntentStoreService } from "../store/turn-intent-store.ts"
 import * as TurnIntentStoreSqlite from "../store/turn-intent-store-sqlite.ts"
+import { type Guard, guardRunStore, guardTurnIntentStore } from "./store-guards.ts"
+
+export { type GatedStores, layerGated } from "./store-guards.ts"
 
 export type StoreOperation = keyof TurnIntentStoreService
 export type RunStoreOperation = keyof RunStoreService
@@ -98,10 +103,6 @@ const consume = (state: State, operation: string): [Fault | null, State] => {
   return [rule.fault, { rules, calls, fired }]
 }
 
-type Guard<Op extends string> = (
-  operation: Op
-) => <A, E>(call: Effect.Effect<A, E>) => Effect.Effect<A, E | StoreFailure>
-
 /** A fault script over operations `Op`: the guard to wrap calls with, and its control. */
 const makeScript = <Op extends string>(): Effect.Effect<{
   readonly guard: Guard<Op>
@@ -160,52 +161,19 @@ const makeScript = <Op extends string>(): Effect.Effect<{
 export const make = (
   store: TurnIntentStoreService
 ): Effect.Effect<{ readonly store: TurnIntentStoreService; readonly control: StoreFaultsControl }> =>
-  Effect.map(makeScript<StoreOperation>(), ({ guard, control }) => {
-    const wrapped: TurnIntentStoreService = {
-      ensure: (input) => guard("ensure")(store.ensure(input)),
-      get: (id) => guard("get")(store.get(id)),
-      claimForRun: (input) => guard("claimForRun")(store.claimForRun(input)),
-      claimEligibleForSession: (input) =>
-        guard("claimEligibleForSession")(store.claimEligibleForSession(input)),
-      makeEligible: (input) => guard("makeEligible")(store.makeEligible(input)),
-      resolve: (input) => guard("resolve")(store.resolve(input)),
-      renew: (input) => guard("renew")(store.renew(input)),
-      release: (input) => guard("release")(store.release(input)),
-      list: (query) => guard("list")(store.list(query))
-    }
-    return { store: wrapped, control }
-  })
+  Effect.map(makeScript<StoreOperation>(), ({ guard, control }) => ({
+    store: guardTurnIntentStore(store, guard),
+    control
+  }))
 
 /** Wrap a `RunStore`; the returned control scripts its faults. */
 export const makeRun = (
   store: RunStoreService
 ): Effect.Effect<{ readonly store: RunStoreService; readonly control: RunStoreFaultsControl }> =>
-  Effect.map(makeScript<RunStoreOperation>(), ({ guard, control }) => {
-    const wrapped: RunStoreService = {
-      reserve: (run) => guard("reserve")(store.reserve(run)),
-      nextQueued: (sessionId) => guard("nextQueued")(store.nextQueued(sessionId)),
-      claim: (input) => guard("claim")(store.claim(input)),
-      renew: (fence, leaseMs) => guard("renew")(store.renew(fence, leaseMs)),
-      startStep: (fence, input) => guard("startStep")(store.startStep(fence, input)),
-      openRequest: (fence, input) => guard("openRequest")(store.openRequest(fence, input)),
-      recordInterruption: (fence, p) => guard("recordInterruption")(store.recordInterruption(fence, p)),
-      recordHandoff: (runId, p) => guard("recordHandoff")(store.recordHandoff(runId, p)),
-      clearInterruption: (fence) => guard("clearInterruption")(store.clearInterruption(fence)),
-      submit: (fence, input) => guard("submit")(store.submit(fence, input)),
-      settle: (fence, settlement) => guard("settle")(store.settle(fence, settlement)),
-      requestPause: (runId) => guard("requestPause")(store.requestPause(runId)),
-      withdrawPause: (runId) => guard("withdrawPause")(store.withdrawPause(runId)),
-      cancel: (runId, by) => guard("cancel")(store.cancel(runId, by)),
-      recordEvent: (runId, event) => guard("recordEvent")(store.recordEvent(runId, event)),
-      events: (runId) => guard("events")(store.events(runId)),
-      get: (runId) => guard("get")(store.get(runId)),
-      listBySession: (sessionId, limit) => guard("listBySession")(store.listBySession(sessionId, limit)),
-      list: (query) => guard("list")(store.list(query)),
-      steps: (runId) => guard("steps")(store.steps(runId)),
-      request: (requestId) => guard("request")(store.request(requestId))
-    }
-    return { store: wrapped, control }
-  })
+  Effect.map(makeScript<RunStoreOperation>(), ({ guard, control }) => ({
+    store: guardRunStore(store, guard),
+    control
+  }))
 
 /** Replace the `TurnIntentStore` in context with a faulty wrapper of it, plus its control. */
 export const layer: Layer.Layer<TurnIntentStore | StoreFaults, never, TurnIntentStore> = Layer.effectContext(

@@ -143,7 +143,7 @@ describe("a restarted session", () => {
     }).pipe(Effect.scoped)
   )
 
-  it.live("presents a completed run whose presentation never reached the session, exactly once", () =>
+  it.live("a completed run whose terminal intent a crash left unwritten gets one fallback turn, once", () =>
     Effect.gen(function* () {
       const filename = yield* tempDbPath
       yield* inProcess(filename, (context) =>
@@ -157,21 +157,57 @@ describe("a restarted session", () => {
           )
         }).pipe(Effect.orDie)
       )
+      const terminalMessages = (context: Context.Context<PiSessionFake>) =>
+        Effect.map(
+          Effect.all([sentOf(context, PRESENTATION), sentOf(context, FALLBACK)]),
+          ([presented, fallbacks]) => [...presented, ...fallbacks]
+        )
       const first = yield* inProcess(filename, (context) =>
         Effect.gen(function* () {
           yield* onSessionStart
-          return yield* sentOf(context, PRESENTATION)
+          return yield* terminalMessages(context)
         }).pipe(Effect.provide(context))
       )
+      // The run's end is durable: its terminal turn intent is created at session start and its
+      // fallback carries the terminal decision with the result.
       expect(first).toHaveLength(1)
+      expect(first[0]?.message.customType).toBe(FALLBACK)
+      expect(first[0]?.message.details).toMatchObject({ runId: "run-done", cause: "completed" })
       expect(String(first[0]?.message.content)).toContain("42")
       const second = yield* inProcess(filename, (context) =>
         Effect.gen(function* () {
           yield* onSessionStart
-          return yield* sentOf(context, PRESENTATION)
+          return yield* terminalMessages(context)
         }).pipe(Effect.provide(context))
       )
       expect(second).toHaveLength(0)
+    }).pipe(Effect.scoped)
+  )
+
+  it.live("a completed run an earlier version already presented (no intent) owes nothing", () =>
+    Effect.gen(function* () {
+      const filename = yield* tempDbPath
+      yield* inProcess(filename, (context) =>
+        Effect.gen(function* () {
+          const runs = Context.get(context, RunStore)
+          yield* runs.reserve(newRun("run-old"))
+          yield* runs.claim({ runId: "run-old", token: "t1", leaseMs: 60_000, mode: "activate" })
+          yield* runs.settle(
+            { runId: "run-old", token: "t1" },
+            { next: { _tag: "End", state: "completed", result: { answer: 42 } } }
+          )
+          yield* runs.recordEvent("run-old", { kind: "presented", message: "presentation sent" })
+        }).pipe(Effect.orDie)
+      )
+      const after = yield* inProcess(filename, (context) =>
+        Effect.gen(function* () {
+          yield* onSessionStart
+          const sent = yield* Context.get(context, PiSessionFake).sent
+          const intents = yield* Context.get(context, TurnIntentStore).list({ limit: 10 })
+          return { sent: sent.length, intents: intents.length }
+        }).pipe(Effect.provide(context), Effect.orDie)
+      )
+      expect(after).toEqual({ sent: 0, intents: 0 })
     }).pipe(Effect.scoped)
   )
 

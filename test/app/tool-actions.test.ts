@@ -29,9 +29,16 @@ describe("workflow tool actions", () => {
       yield* eventually(sentOfType(STEP), (steps) => steps.length === 1)
       const submitted = yield* runTool({ _tag: "submit", requestId: yield* lastRequestId, output: { hi: 1 } })
       expect(submitted.isError).toBe(false)
-      yield* eventually(sentOfType(PRESENTATION), (p) => p.length === 1)
+      // The presentation answers the run's terminal turn intent: it goes out once the turn that
+      // submitted has settled, and resolves that intent.
+      yield* (yield* PiSessionFake).settle()
+      const presented = yield* eventually(sentOfType(PRESENTATION), (p) => p.length === 1)
       expect(yield* sentOfType(FALLBACK)).toHaveLength(0)
-      expect(yield* intents).toHaveLength(0)
+      const owned = yield* eventually(Effect.orDie(intents), (found) =>
+        found.every((i) => i.resolvedAt !== null)
+      )
+      expect(owned.map((i) => [i.cause, i.resolution])).toEqual([["completed", "presentation"]])
+      expect(presented[0]?.message.details.turnIntentId).toBe(owned[0]?.intentId)
     }).pipe(Effect.provide(buildApp()), Effect.scoped)
   )
 

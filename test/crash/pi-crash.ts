@@ -8,10 +8,11 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import BetterSqlite from "better-sqlite3"
 import { Schema } from "effect"
+import type { BEFORE_SUCCESSOR_REQUEST } from "../../src/delivery/crash-env.ts"
 import { CRASH_AT_ENV, type CrashPoint } from "../../src/delivery/crash-points.ts"
-import { type MockOpenAI, type ScriptStep, startMockOpenAI } from "../e2e/harness/mock-openai.ts"
+import { contentText, type MockOpenAI, type ScriptStep, startMockOpenAI } from "../e2e/harness/mock-openai.ts"
 import { createPiSandbox, type PiRpc, type PiSandbox, startPi } from "../e2e/harness/pi-rpc.ts"
-import { customMessages } from "../e2e/harness/session-file.ts"
+import { customContentText, customMessages } from "../e2e/harness/session-file.ts"
 import { extensionEntry } from "../e2e/extension/lab.ts"
 
 export const FALLBACK = "pi-workflows-deferred-turn"
@@ -36,6 +37,8 @@ export interface TrialOutcome {
   /** Custom message types in the session file, in order. */
   readonly messageTypes: ReadonlyArray<string>
   readonly requests: number
+  /** For each intent: how many model requests have one of its messages as the newest message. */
+  readonly answersPerIntent: Readonly<Record<string, number>>
   readonly runs: ReadonlyArray<{ readonly run_id: string; readonly state: string }>
   readonly elapsedMs: number
 }
@@ -104,7 +107,12 @@ const until = async (pi: PiRpc, check: () => boolean, timeoutMs: number): Promis
   return false
 }
 
-export const runTrial = async (trial: Trial, crashAt: CrashPoint): Promise<TrialOutcome> => {
+export const runTrial = async (
+  trial: Trial,
+  crashAt: CrashPoint | typeof BEFORE_SUCCESSOR_REQUEST,
+  /** Further restarts (each after the previous Pi went quiet and was killed). */
+  options: { readonly extraRestarts?: number } = {}
+): Promise<TrialOutcome> => {
   const started = performance.now()
   const mock: MockOpenAI = await startMockOpenAI({ script: [...trial.before, ...trial.after] })
   let sandbox: PiSandbox | undefined
@@ -130,19 +138,30 @@ export const runTrial = async (trial: Trial, crashAt: CrashPoint): Promise<Trial
     if (first.exited === undefined) await first.kill()
     expireClaims(dbPath)
 
-    const second = await first.restart({ env })
+    let second = await first.restart({ env })
     processes.push(second)
     // Owed deliveries happen at session start (and in recovered runs): wait for them, then quiet.
     const owed = () => readIntents(dbPath).every((i) => i.resolved_at !== null || i.eligible_at === null)
     await until(second, owed, 8_000)
     await second.waitForQuiet({ quietMs: 400, timeoutMs: 15_000, requireSettle: false })
+    for (let i = 0; i < (options.extraRestarts ?? 0); i++) {
+      await second.kill()
+      second = await second.restart({ env })
+      processes.push(second)
+      await second.waitForQuiet({ quietMs: 400, timeoutMs: 15_000, requireSettle: false })
+    }
     const file = second.sessionFile ?? ""
     const messages = customMessages(file)
     const messagesPerIntent: Record<string, number> = {}
     for (const intent of readIntents(dbPath)) messagesPerIntent[intent.intent_id] = 0
+    const answersPerIntent: Record<string, number> = {}
+    const newest = mock.requests().map((request) => contentText(request.messages.at(-1)?.content))
     for (const message of messages) {
       const id = intentOf(message.details)
-      if (id !== null) messagesPerIntent[id] = (messagesPerIntent[id] ?? 0) + 1
+      if (id === null) continue
+      messagesPerIntent[id] = (messagesPerIntent[id] ?? 0) + 1
+      const text = customContentText(message)
+      answersPerIntent[id] = (answersPerIntent[id] ?? 0) + newest.filter((t) => t === text).length
     }
     return {
       signal,
@@ -150,6 +169,7 @@ export const runTrial = async (trial: Trial, crashAt: CrashPoint): Promise<Trial
       messagesPerIntent,
       messageTypes: messages.map((m) => m.customType),
       requests: mock.requestCount(),
+      answersPerIntent,
       runs: readRuns(dbPath),
       elapsedMs: performance.now() - started
     }

@@ -222,4 +222,45 @@ describe("natural delivery", () => {
       expect(yield* h.fake.sent).toEqual([])
     })
   )
+
+  describe("a message bound to its intent (a completed run's presentation)", () => {
+    const completed = terminal("completed", null)
+    const bound = (intentId: string) => ({ ...presentation("run completed"), turnIntentId: intentId })
+
+    it.scoped("resolves its intent as presentation, like any natural message", () =>
+      Effect.gen(function* () {
+        const h = yield* makeHarness()
+        const { intentId } = yield* h.events.publish(completed)
+        const [stored] = yield* h.intents
+        expect([stored?.cause, stored?.eligibleAt]).toEqual(["completed", null])
+        const receipt = yield* h.coordinator.deliverNatural(bound(intentId ?? ""))
+        expect(receipt).toEqual({ turnIntentId: intentId, sent: true, note: null })
+        expect((yield* h.intents)[0]?.resolution).toBe("presentation")
+      })
+    )
+
+    it.scoped("is not sent once the intent's fallback was delivered: one terminal message", () =>
+      Effect.gen(function* () {
+        const h = yield* makeHarness()
+        const { intentId } = yield* h.events.publish(completed)
+        // Reconciliation made it eligible (the presentation seemed lost); the fallback went first.
+        yield* h.store.makeEligible({ intentId: intentId ?? "" })
+        yield* h.settle()
+        expect(yield* h.sentOfType(FALLBACK)).toHaveLength(1)
+        const receipt = yield* h.coordinator.deliverNatural(bound(intentId ?? ""))
+        expect(receipt).toMatchObject({ turnIntentId: null, sent: false })
+        expect(yield* h.fake.sent).toHaveLength(1)
+      })
+    )
+
+    it.scoped("is not sent plain when its intent was never stored (reconciliation owes the fallback)", () =>
+      Effect.gen(function* () {
+        const h = yield* makeHarness()
+        const receipt = yield* h.coordinator.deliverNatural(bound("deferred-turn:never-stored"))
+        expect(receipt).toMatchObject({ turnIntentId: null, sent: false })
+        expect(receipt.note).toContain("deferred-turn:never-stored")
+        expect(yield* h.fake.sent).toEqual([])
+      })
+    )
+  })
 })

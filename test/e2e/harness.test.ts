@@ -101,12 +101,11 @@ describe("mock OpenAI server", () => {
     const mock = await startMockOpenAI({ script: [{ text: "never", delayMs: 10_000 }] })
     cleanups.push(() => mock.close())
     const controller = new AbortController()
-    const started = performance.now()
     const response = await post(mock, [{ role: "user", content: "x" }], controller.signal)
     controller.abort()
     await expect(response.text()).rejects.toThrow()
+    // A reply that waited out its 10 s delay would be "completed", not "clientClosed".
     await expect.poll(() => mock.outcomes()[0], { timeout: 2_000 }).toBe("clientClosed")
-    expect(performance.now() - started).toBeLessThan(5_000)
     // Closing with nothing in flight is immediate.
   })
 
@@ -178,10 +177,10 @@ describe("real Pi over RPC", () => {
     const mark = pi.mark()
     await pi.prompt("slow question")
     await mock.waitForRequests(1)
-    const started = performance.now()
     const abort = await pi.abortLikeEscape()
     expect(abort.success).toBe(true)
-    expect(performance.now() - started).toBeLessThan(3_000)
+    // The abort did not wait for the delayed reply: the mock saw the client go away first.
+    expect(mock.outcomes()[0]).not.toBe("completed")
     await pi.waitForQuiet({ after: mark })
     expect(pi.eventsOfType("agent_settled", mark).map((event) => event.aborted)).toEqual([true])
     expect(mock.requestCount()).toBe(1)

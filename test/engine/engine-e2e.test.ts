@@ -25,6 +25,7 @@ const loadExample = Effect.gen(function* () {
 
 type Prompt = {
   readonly kind?: string
+  readonly turnIntentId?: string
   readonly message: { readonly content: string; readonly details: Readonly<Record<string, unknown>> }
 }
 const requestId = (prompt: Prompt) => String(prompt.message.details.requestId)
@@ -101,7 +102,9 @@ describe("end to end: the documented example", () => {
           "Release notes for 1.4.0 (approved):\n- Faster startup\n- Fixed the crash when the config file is empty",
         details: { schema: "pi-workflows.presentation.v1", runId, state: "completed" }
       })
-      expect(eventTags(yield* h.events)).toEqual(["ActiveTurnInterrupted:timedOut"])
+      // The completed run's terminal turn intent; the presentation is its natural delivery.
+      expect(eventTags(yield* h.events)).toEqual(["ActiveTurnInterrupted:timedOut", "RunTerminal:completed"])
+      expect(presentation.turnIntentId).toMatch(/^deferred-turn:/)
 
       const status = yield* h.engine.status(runId)
       expect(status.stepRecords.map((s) => [s.nodeId, s.outcome, s.timeoutMs])).toEqual([
@@ -143,7 +146,7 @@ describe("end to end: the documented example", () => {
         "review",
         "publish"
       ])
-      expect(yield* h.events).toEqual([])
+      expect(eventTags(yield* h.events)).toEqual(["RunTerminal:completed"])
     })
   )
 })

@@ -31,13 +31,27 @@ describe("fencing after claim loss (two runners, one file)", () => {
     "the stalled runner's timeout write is fenced off; the new owner reruns the node and finishes",
     () =>
       Effect.gen(function* () {
+        // The deadline is durable (a takeover keeps A's start), so B's visit resolves a longer
+        // limit: only A's timeout fires within the test, and its write must be fenced off.
+        let resolved = 0
+        const stalledFlow = {
+          ...flow,
+          nodes: {
+            ...flow.nodes,
+            ask: {
+              type: "agent",
+              prompt: "answer",
+              timeoutMs: () => (resolved++ === 0 ? MINUTE : 60 * MINUTE)
+            }
+          }
+        }
         // Runner A never renews within the test: it stands for a process that stalled.
         const a = yield* makeHarness({
-          definitions: [flow],
+          definitions: [stalledFlow],
           config: { leaseMs: 30_000, renewEveryMs: 10 * 60 * MINUTE }
         })
         const b = yield* makeHarness({
-          definitions: [flow],
+          definitions: [stalledFlow],
           filename: a.filename,
           config: { leaseMs: 30_000, renewEveryMs: 10_000 }
         })
@@ -97,7 +111,7 @@ describe("fencing after claim loss (two runners, one file)", () => {
         const done = yield* b.engine.await(runId)
         expect([done.state, done.result]).toEqual(["completed", { answer: 42 }])
         expect((yield* b.coordinator.take).kind).toBe("presentation")
-        expect(yield* b.events).toEqual([])
+        expect(eventTags(yield* b.events)).toEqual(["RunTerminal:completed"])
       })
   )
 

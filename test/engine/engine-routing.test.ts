@@ -74,8 +74,12 @@ describe("routing on outcomes", () => {
         ["work", "timed_out"],
         ["onTimeout", "ok"]
       ])
-      // A routed compute timeout is no event for the successor-turn core.
-      expect(yield* h.events).toEqual([])
+      // A routed compute timeout is no event for the successor-turn core; each run's end is.
+      expect(eventTags(yield* h.events)).toEqual([
+        "RunTerminal:completed",
+        "RunTerminal:completed",
+        "RunTerminal:completed"
+      ])
     })
   )
 

@@ -1,7 +1,7 @@
 import { Either } from "effect"
 import { describe, expect, it } from "vitest"
 import { NOTIFICATION_TYPE } from "../../src/domain/message-types.ts"
-import { withoutNotifications } from "../../src/extension/context-filter.ts"
+import { withoutHidden } from "../../src/extension/context-filter.ts"
 import { decodeToolInput } from "../../src/app/tool-input.ts"
 import { TOOL_ACTIONS, toolParameters } from "../../src/extension/tool-parameters.ts"
 
@@ -30,8 +30,8 @@ describe("the model's context", () => {
     const user = { role: "user", content: "hi" }
     const step = { role: "custom", customType: "pi-workflows-agent-step", content: "do it" }
     const notice = { role: "custom", customType: NOTIFICATION_TYPE, content: "progress" }
-    expect(withoutNotifications([user, notice, step, notice])).toEqual([user, step])
+    expect(withoutHidden([user, notice, step, notice])).toEqual([user, step])
     // Nothing to remove: Pi keeps its own list.
-    expect(withoutNotifications([user, step])).toBeUndefined()
+    expect(withoutHidden([user, step])).toBeUndefined()
   })
 })

@@ -93,6 +93,8 @@ describe("passive notifications in the app", () => {
         yield* fake.setSessionId("s1")
         // After the run ended.
         yield* runTool({ _tag: "submit", requestId, output: { hi: 1 } })
+        // The presentation answers the run's terminal turn intent once the turn has settled.
+        yield* fake.settle()
         yield* eventually(sentOfType(PRESENTATION), (p) => p.length === 1)
         expect(yield* bad("too late")).toMatch(/has ended \(completed\); progress is closed/)
         const kinds = (yield* stored).map((n) => n.kind)
@@ -104,15 +106,18 @@ describe("passive notifications in the app", () => {
           `Workflow reporter (run ${runId}): 3/3 written`,
           `Workflow reporter (run ${runId}) completed after 2 steps`
         ])
-        // Notifications never ask for a turn nor start one, and no intent exists.
+        // Notifications never ask for a turn nor start one.
         const sends = yield* sentOfType(NOTIFICATION_TYPE)
         expect(sends.map((r) => [r.options.triggerTurn, r.startedTurn])).toEqual([
           [false, false],
           [false, false],
           [false, false]
         ])
-        expect(yield* fake.triggeredTurns).toBe(turnsBefore)
-        expect(yield* Effect.flatMap(TurnIntentStore, (s) => s.list({ limit: 10 }))).toEqual([])
+        // The only turn since is the presentation's (sent after the settle); the only intent is
+        // the run's terminal turn intent, which the presentation resolved.
+        expect(yield* fake.triggeredTurns).toBe(turnsBefore + 1)
+        const owned = yield* Effect.flatMap(TurnIntentStore, (s) => s.list({ limit: 10 }))
+        expect(owned.map((i) => [i.cause, i.resolution])).toEqual([["completed", "presentation"]])
       }).pipe(Effect.provide(app), Effect.scoped)
   )
 
@@ -122,6 +127,7 @@ describe("passive notifications in the app", () => {
       Effect.gen(function* () {
         const runId = yield* startReporter
         yield* runTool({ _tag: "submit", requestId: yield* lastRequestId, output: "hello" })
+        yield* (yield* PiSessionFake).settle()
         yield* eventually(sentOfType(PRESENTATION), (p) => p.length === 1)
         // "1/3" is stored at once; "2/3" is held and replaced by "3/3", stored before the final.
         expect(yield* notices).toEqual([

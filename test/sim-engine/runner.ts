@@ -254,5 +254,17 @@ export const runEngineSchedule = async (
   }
 }
 
+/** What a violation means for the promise, for the long-run summary (`cli.ts`). */
+export const VIOLATION_KINDS = ["lost", "duplicate", "stuck", "other"] as const
+export type ViolationKind = (typeof VIOLATION_KINDS)[number]
+
+/** Classify one violation line by the invariant that produced it (the texts above). */
+export const violationKind = (violation: string): ViolationKind => {
+  if (/messages in the branch|pending intents|terminal messages/.test(violation)) return "duplicate"
+  if (/never delivered|never heard of it|the branch holds nothing/.test(violation)) return "lost"
+  if (/pending and ineligible|still claimed past its lease/.test(violation)) return "stuck"
+  return "other"
+}
+
 export const runEngineSeed = (seed: number, options: { readonly mutation?: Mutation } = {}) =>
   runEngineSchedule(generate(seed), options)

@@ -1,32 +1,22 @@
 /**
  * The world one engine schedule runs in: a real SQLite file, one fake Pi session (its branch
  * survives restarts, like a session file) and two process slots. Each process is the real
- * application graph (stores, the successor-turn core, the engine with its runner fibers) wired as
- * `src/app/layers.ts` wires it, with both stores behind a fault gate and every store call a
- * scheduling point. The schedule drives it only through what Pi drives: the `workflow` tool,
+ * application graph (stores, the successor-turn core, the engine with its runner fibers), built by
+ * `src/app/layers.ts` itself (`layerAppWith`), with the stores behind a fault gate and every store
+ * call a scheduling point. The schedule drives it only through what Pi drives: the `workflow` tool,
  * the `/workflow` command and the session hooks. Nothing here publishes a source event itself.
  *
  * A crash is a SIGKILL: from that instant the process's store calls and sends do nothing (its
  * finalizers cannot write), and the messages Pi had not written yet die with it.
  */
-import { Context, Effect, Exit, type Fiber, Layer, Option, Scope } from "effect"
+import { type Context, Effect, Exit, type Fiber, Layer, Option, Scope } from "effect"
+import { layerAppWith, layerStores } from "../../src/app/layers.ts"
+import type * as CrashPoints from "../../src/delivery/crash-points.ts"
 import { afterSettle, classifySettle, onSessionStart, onShutdown } from "../../src/app/session-hooks.ts"
-import * as Maintenance from "../../src/app/maintenance.ts"
-import * as SyncOnEligible from "../../src/app/sync-on-eligible.ts"
-import * as TerminalMessages from "../../src/terminal/terminal-messages.ts"
 import { runCommand } from "../../src/app/command-actions.ts"
 import { runTool } from "../../src/app/tool-actions.ts"
-import * as CoordinatorLive from "../../src/delivery/coordinator-live.ts"
-import * as CrashPoints from "../../src/delivery/crash-points.ts"
 import { StoreFailure } from "../../src/domain/errors.ts"
 import { Engine } from "../../src/engine/engine.ts"
-import * as EngineLive from "../../src/engine/engine-live.ts"
-import { layerFromDefinitions } from "../../src/engine/registry.ts"
-import { AbortBookkeeping, make as makeBookkeeping } from "../../src/interruption/abort-bookkeeping.ts"
-import * as Interruptions from "../../src/interruption/interruptions.ts"
-import * as FinalOnEnd from "../../src/notifications/final-on-end.ts"
-import * as NotificationsLive from "../../src/notifications/notifications.ts"
-import * as NotifierLive from "../../src/notifications/notifier.ts"
 import { makeFake } from "../../src/session/pi-session-fake.ts"
 import {
   type CustomMessage,
@@ -34,15 +24,7 @@ import {
   PiSession,
   type PiSessionService
 } from "../../src/session/pi-session.ts"
-import { Database } from "../../src/store/database.ts"
-import { NotificationStore } from "../../src/store/notification-store.ts"
-import * as NotificationStoreSqlite from "../../src/store/notification-store-sqlite.ts"
-import { RunStore } from "../../src/store/run-store.ts"
-import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
-import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
-import * as TurnIntentStoreSqlite from "../../src/store/turn-intent-store-sqlite.ts"
-import * as LaunchStoreSqlite from "../../src/store/launch-store-sqlite.ts"
-import { LaunchStore } from "../../src/terminal/launch-store.ts"
+import * as StoreFaults from "../../src/testing/store-faults.ts"
 import type { SimClock } from "../sim/sim-clock.ts"
 import type { FaultKind, Proc, Step } from "./schedule.ts"
 import { WORKFLOWS } from "./workflows.ts"
@@ -68,63 +50,30 @@ export interface SendLog {
 /** Deliberate bugs that the invariants must catch (the checker's self-test). */
 export type Mutation = "doubleSend" | "dropFallback"
 
-/** One process's application graph, as `src/app/layers.ts` composes it, over gated stores. */
+/**
+ * One process's application graph: `src/app/layers.ts`'s own (`layerAppWith`), over stores
+ * whose every call first passes the process's gate (scheduling point, fault, death).
+ */
 const appLayer = (options: {
   readonly filename: string
   readonly token: string
   readonly gate: (operation: string) => Effect.Effect<void, StoreFailure>
   readonly session: PiSessionService
-  readonly bookkeeping: Context.Tag.Service<AbortBookkeeping>
-}) => {
-  const stores = Layer.mergeAll(
-    TurnIntentStoreSqlite.layer,
-    RunStoreSqlite.layer,
-    NotificationStoreSqlite.layer,
-    LaunchStoreSqlite.layer
-  ).pipe(Layer.provideMerge(Database.layer({ filename: options.filename, busyTimeoutMs: 50 })))
-  const faulty = Layer.effectContext(
-    Effect.gen(function* () {
-      const intents = gated(yield* TurnIntentStore, options.gate)
-      const runs = gated(yield* RunStore, options.gate)
-      const notifications = gated(yield* NotificationStore, options.gate)
-      // Launch rows are written inside the run store's transaction; they share its faults.
-      const launches = yield* LaunchStore
-      return Context.make(TurnIntentStore, intents).pipe(
-        Context.add(RunStore, runs),
-        Context.add(NotificationStore, notifications),
-        Context.add(LaunchStore, launches),
-        Context.add(Database, yield* Database)
-      )
-    })
-  ).pipe(Layer.provide(stores))
-  const base = Layer.mergeAll(
-    faulty,
-    CrashPoints.layerNoop,
-    Layer.succeed(PiSession, options.session),
-    Layer.succeed(AbortBookkeeping, options.bookkeeping)
-  )
-  const core = Layer.merge(
-    CoordinatorLive.layer({ token: options.token, leaseMs: LEASE_MS, syncIntervalMs: SYNC_INTERVAL_MS }),
-    Interruptions.layer({})
-  ).pipe(Layer.provideMerge(base))
-  const events = SyncOnEligible.layer.pipe(Layer.provide(core))
-  // Passive notifications, as src/app/layers.ts wires them.
-  const notifier = NotifierLive.layer.pipe(Layer.provideMerge(base))
-  const notifications = NotificationsLive.layer().pipe(Layer.provideMerge(notifier))
-  const runStore = FinalOnEnd.layer.pipe(Layer.provide(notifications))
-  // Completed runs are presented through the Coordinator that adds the terminal decision.
-  const coordinator = TerminalMessages.layerCoordinator.pipe(Layer.provide(core))
-  const app = EngineLive.layer({ leaseMs: RUN_LEASE_MS, renewEveryMs: RUN_LEASE_MS / 3 }).pipe(
-    Layer.provide(Layer.mergeAll(events, runStore, coordinator)),
-    Layer.provideMerge(Layer.mergeAll(core, layerFromDefinitions(WORKFLOWS), notifications))
-  )
-  const whole = Layer.merge(app, events)
-  // The periodic reconciliation pass (debts of ended runs, takeover of dead owners' runs).
-  return Layer.merge(
-    whole,
-    Maintenance.layer(Maintenance.DEFAULT_MAINTENANCE_INTERVAL_MS).pipe(Layer.provide(whole))
-  )
-}
+  readonly crashPoints: CrashPoints.CrashPointsService
+}) =>
+  layerAppWith(
+    StoreFaults.layerGated(options.gate).pipe(
+      Layer.provide(layerStores({ filename: options.filename, busyTimeoutMs: 50 }))
+    ),
+    {
+      workflows: WORKFLOWS,
+      core: {
+        coordinator: { token: options.token, leaseMs: LEASE_MS, syncIntervalMs: SYNC_INTERVAL_MS }
+      },
+      engine: { leaseMs: RUN_LEASE_MS, renewEveryMs: RUN_LEASE_MS / 3 },
+      crashPoints: options.crashPoints
+    }
+  ).pipe(Layer.provideMerge(Layer.succeed(PiSession, options.session)))
 
 type SimServices = Layer.Layer.Success<ReturnType<typeof appLayer>>
 
@@ -148,31 +97,42 @@ const BUSY = "SqliteError: database is locked (SQLITE_BUSY)"
 const READONLY = "SqliteError: attempt to write a readonly database (SQLITE_READONLY)"
 
 /**
- * Every method of a store, behind `gate`: a scheduling point, then the process's fault (or its
- * death), then the call. The store services are plain records of functions and effects.
+ * Exact crash moments for scripted crash tests: the process dies (SIGKILL) the first time one of
+ * its deliveries reaches `point`, or the first time it calls the store operation `beforeStore`.
  */
-const gated = <S extends object>(
-  service: S,
-  gate: (operation: string) => Effect.Effect<void, StoreFailure>
-): S => {
-  const out: Record<string, unknown> = {}
-  for (const [key, value] of Object.entries(service)) {
-    if (typeof value === "function") {
-      out[key] = (...args: ReadonlyArray<unknown>) => {
-        const result: unknown = value(...args)
-        return Effect.isEffect(result) ? Effect.zipRight(gate(key), result) : result
-      }
-    } else out[key] = Effect.isEffect(value) ? Effect.zipRight(gate(key), value) : value
-  }
-  // Same keys, each wrapped value with the same signature plus StoreFailure, which every store
-  // operation already declares.
-  return out as S
+export interface CrashPlan {
+  readonly point?: CrashPoints.CrashPoint
+  readonly beforeStore?: string
+  /** How many calls of `beforeStore` go through first. */
+  readonly skip?: number
 }
 
-export const makeWorld = (filename: string, clock: SimClock, mutation: Mutation | null) =>
+export const makeWorld = (
+  filename: string,
+  clock: SimClock,
+  mutation: Mutation | null,
+  crashPlan: CrashPlan = {}
+) =>
   Effect.gen(function* () {
+    let crashFired = false
+    let storeCalls = 0
+    /** True (and the process is dead from now on) when the plan says this is the moment. */
+    const crashNow = (p: Process, what: { readonly point?: string; readonly operation?: string }) => {
+      const storeCall = what.operation !== undefined && what.operation === crashPlan.beforeStore
+      if (storeCall) storeCalls++
+      const due =
+        !crashFired &&
+        ((what.point !== undefined && what.point === crashPlan.point) ||
+          (storeCall && storeCalls > (crashPlan.skip ?? 0)))
+      if (due) {
+        crashFired = true
+        p.dead = true
+        for (const entry of p.deferred) entry.log.written = false
+        p.deferred = []
+      }
+      return due
+    }
     const { session: fakeSession, control: fake } = yield* makeFake({ sessionId: SESSION })
-    const bookkeeping = yield* makeBookkeeping
     const procs: [Process | null, Process | null] = [null, null]
     const generations: [number, number] = [0, 0]
     const sends: Array<SendLog> = []
@@ -190,7 +150,8 @@ export const makeWorld = (filename: string, clock: SimClock, mutation: Mutation 
       Effect.suspend((): Effect.Effect<void, StoreFailure> => {
         clock.touch()
         const p = proc()
-        if (p === null || p.dead) return Effect.die(new Error("the process was killed"))
+        if (p === null || p.dead || crashNow(p, { operation }))
+          return Effect.die(new Error("the process was killed"))
         if (p.fault === "throw") return Effect.die(new Error(`injected throw in ${operation}`))
         if (p.fault !== null) {
           return Effect.fail(new StoreFailure({ operation, message: p.fault === "busy" ? BUSY : READONLY }))
@@ -254,7 +215,13 @@ export const makeWorld = (filename: string, clock: SimClock, mutation: Mutation 
           token: `p${slot}.${generation}`,
           gate: gateOf(self),
           session: sessionOf(self),
-          bookkeeping
+          crashPoints: {
+            reached: (point) =>
+              Effect.suspend(() => {
+                const p = self()
+                return p !== null && crashNow(p, { point }) ? Effect.die(new Error("killed")) : Effect.void
+              })
+          }
         })
         const process: Process = {
           slot,
@@ -289,7 +256,8 @@ export const makeWorld = (filename: string, clock: SimClock, mutation: Mutation 
     const kill = (slot: Proc) =>
       Effect.gen(function* () {
         const proc = procs[slot]
-        if (proc === null || proc.dead) return
+        // A process a crash plan killed is dead already; its slot is freed here.
+        if (proc === null) return
         proc.dead = true
         for (const entry of proc.deferred) entry.log.written = false
         proc.deferred = []
@@ -491,6 +459,8 @@ export const makeWorld = (filename: string, clock: SimClock, mutation: Mutation 
         }),
         fake.setUserHold(false)
       ),
+      /** Whether the crash plan has killed a process. */
+      crashed: () => crashFired,
       setStep: (index: number) => {
         step = index
       }

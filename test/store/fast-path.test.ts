@@ -227,3 +227,41 @@ describe("stored rows are decoded strictly", () => {
     })
   )
 })
+
+describe("row limits are part of the statement text", () => {
+  // A bound `LIMIT ?` is re-planned on every call (~13 µs on SQLite 3.53, docs/bench.md); the
+  // store writes the validated limit into the text and prepares each text once.
+  it.scoped("list and claimEligibleForSession send the limit as a constant, never as a parameter", () =>
+    Effect.gen(function* () {
+      const { store, database } = yield* open()
+      const intent = yield* store.ensure(sampleIntent({ eligible: true }))
+      const sent: Array<readonly [string, ReadonlyArray<unknown>]> = []
+      const capture = Statement.withTransformer((statement) =>
+        Effect.sync(() => {
+          sent.push(statement.compile())
+          return statement
+        })
+      )
+      // Inside a transaction the store's statements go through the SqlClient, where they are seen.
+      yield* capture(
+        database.immediate(
+          Effect.gen(function* () {
+            yield* store.list({ targetSessionId: intent.targetSessionId, state: "pending", limit: 7 })
+            yield* store.claimEligibleForSession({
+              targetSessionId: intent.targetSessionId,
+              token: "t",
+              leaseMs: 1_000,
+              limit: 3
+            })
+          })
+        )
+      )
+      const list = sent.find(([text]) => text.startsWith("SELECT * FROM workflow_turn_intents WHERE ("))
+      const claim = sent.find(([text]) => text.startsWith("UPDATE workflow_turn_intents"))
+      expect(list?.[0]).toMatch(/LIMIT 7$/)
+      expect(list?.[1]).toEqual([intent.targetSessionId])
+      expect(claim?.[0]).toMatch(/LIMIT 3\)\s+RETURNING \*$/)
+      expect(claim?.[1]).not.toContain(3)
+    })
+  )
+})

@@ -30,6 +30,7 @@ describe("terminal turn messages", () => {
       yield* afterSettle(false)
       yield* eventually(sentOfType(STEP), (steps) => steps.length === 1)
       yield* runTool({ _tag: "submit", requestId: yield* lastRequestId, output: { status: "blocked" } })
+      yield* (yield* PiSessionFake).settle()
       const [presentation] = yield* eventually(sentOfType(PRESENTATION), (p) => p.length === 1)
       const message = presentation?.message
       expect(message?.details.runId).toBe(started.details.runId)

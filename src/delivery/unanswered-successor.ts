@@ -1,0 +1,83 @@
+/**
+ * Which successor Pi wrote but the model never answered: Pi was killed between appending the
+ * message and the model request, so the restarted Pi starts no turn for it (the intent is
+ * resolved from the branch, correctly, and is never sent again). Pi offers an extension no way
+ * to run a turn on the branch as it is, so at session start the extension sends a hidden
+ * trigger message that every model request drops (`context-filter.ts`): the model answers the
+ * original message and no second copy of it exists. Pure: the caller reads the branch.
+ *
+ * Never twice: a trigger already in the branch after the message means it was sent; the
+ * extension's record that the model request for it was sent (even when Pi died before the reply
+ * was written), a model reply, a user message or any other conversation after it means the
+ * message was answered or overtaken.
+ */
+import {
+  DEFERRED_TURN_TYPE,
+  NOTIFICATION_TYPE,
+  SUCCESSOR_REQUESTED_TYPE,
+  TURN_TRIGGER_SCHEMA,
+  TURN_TRIGGER_TYPE
+} from "../domain/message-types.ts"
+import { PRESENTATION_TYPE } from "../engine/messages.ts"
+
+/** A branch entry as this decision sees it. */
+export type TailEntry =
+  | {
+      readonly _tag: "Custom"
+      readonly entryId: string
+      readonly customType: string
+      readonly details: unknown
+    }
+  /** A conversation message (user, assistant, tool result, …). */
+  | { readonly _tag: "Message"; readonly role: string }
+  /** Extension state (`custom` entries): never in the model's context. */
+  | { readonly _tag: "State"; readonly customType: string }
+  /** Not part of the model's context (model or label changes, …). */
+  | { readonly _tag: "Other" }
+
+export type TriggerDecision =
+  | { readonly _tag: "Trigger"; readonly entryId: string }
+  | {
+      readonly _tag: "None"
+      readonly why: "answered" | "requested" | "alreadyTriggered" | "notOurs" | "empty"
+    }
+
+const hasTurnIntent = (details: unknown): boolean =>
+  typeof details === "object" &&
+  details !== null &&
+  "turnIntentId" in details &&
+  typeof details.turnIntentId === "string"
+
+/**
+ * A terminal successor: a fallback (always carries its intent) or a run's presentation. A
+ * workflow step prompt is not one: a run left running is taken over and prompts again.
+ */
+const isSuccessor = (entry: Extract<TailEntry, { _tag: "Custom" }>): boolean =>
+  (entry.customType === DEFERRED_TURN_TYPE && hasTurnIntent(entry.details)) ||
+  entry.customType === PRESENTATION_TYPE
+
+/** Whether the branch ends with a successor no model request answered, and which one. */
+export const unansweredSuccessor = (branch: ReadonlyArray<TailEntry>): TriggerDecision => {
+  for (let i = branch.length - 1; i >= 0; i--) {
+    const entry = branch[i]
+    if (entry === undefined || entry._tag === "Other") continue
+    if (entry._tag === "State") {
+      if (entry.customType === SUCCESSOR_REQUESTED_TYPE) return { _tag: "None", why: "requested" }
+      continue
+    }
+    if (entry._tag === "Message") return { _tag: "None", why: "answered" }
+    // Display-only notifications never reach the model: they neither answer nor need answering.
+    if (entry.customType === NOTIFICATION_TYPE) continue
+    if (entry.customType === TURN_TRIGGER_TYPE) return { _tag: "None", why: "alreadyTriggered" }
+    return isSuccessor(entry) ? { _tag: "Trigger", entryId: entry.entryId } : { _tag: "None", why: "notOurs" }
+  }
+  return { _tag: "None", why: "empty" }
+}
+
+/** The hidden trigger for the successor in `entryId` (its content never reaches the model). */
+export const triggerMessage = (entryId: string) => ({
+  customType: TURN_TRIGGER_TYPE,
+  content: "Answer the workflow message above.",
+  display: false,
+  details: { schema: TURN_TRIGGER_SCHEMA, answers: entryId }
+})

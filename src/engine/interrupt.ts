@@ -1,0 +1,163 @@
+/**
+ * Interruptions and terminal events of a claimed run: record the abort's provenance and tell
+ * the successor-turn core (bounded), publish the terminal event of a run that ended durably,
+ * and stop on claim loss. The runner calls these under the run's lock.
+ */
+import { Deferred, Duration, Effect, Option, Ref, Schedule } from "effect"
+import type { ActiveTurnCause, TerminalState } from "../domain/source-event.ts"
+import { decide as policy } from "../domain/event-policy.ts"
+import { intentRequest } from "../domain/intent-request.ts"
+import { identify } from "../interruption/intent-ids.ts"
+import { terminalEvent } from "../interruption/run-debts.ts"
+import { ABORT_LOCK_BUDGET_MS, withLockBudget } from "../store/database.ts"
+import type { HandoffResult, RunRecord } from "../store/run-store.ts"
+import type { ActiveRun, RunnerDeps, VisitState } from "./active-run.ts"
+
+/** Longest an abort waits for its provenance write (the intent persist has its own bound). */
+export const PROVENANCE_BOUND_MS = 200
+/** Longest an abort waits to read whether its claim still holds (a read; normally µs). */
+export const CLAIM_CHECK_MS = 50
+
+/**
+ * Record abort provenance and tell the core, which persists the intent (bounded) and aborts the
+ * turn. The two run side by side, so the abort waits for neither store longer than the core's
+ * persist bound, and the publish is the finalizer of the write: a failed, hung or dying write
+ * never skips it. A write that did not land is left to terminal handling, which reads the
+ * in-memory provenance. Claim loss has no claim to write under: its provenance goes to the run
+ * unfenced (`recordHandoff`) for the new owner's terminal outcome to reuse; when the run has
+ * already ended, nobody will, and this runner publishes the no-successor handoff itself.
+ */
+export const interrupt = (
+  deps: RunnerDeps,
+  run: ActiveRun,
+  visit: VisitState,
+  requested: ActiveTurnCause,
+  requestedReason: string
+) =>
+  Effect.gen(function* () {
+    let cause = requested
+    let reason = requestedReason
+    // A read never waits for another process's write lock (WAL): find out cheaply whether the
+    // claim is still ours, so a turn whose run was taken over is reported as a claim loss.
+    const claim = yield* deps.store
+      .get(run.runId)
+      .pipe(Effect.timeout(Duration.millis(CLAIM_CHECK_MS)), Effect.either, Effect.interruptible)
+    if (
+      cause !== "claimLost" &&
+      claim._tag === "Right" &&
+      Option.isSome(claim.right) &&
+      claim.right.value.claimToken !== run.fence.token
+    ) {
+      yield* Ref.update(run.memory, (m) => ({ ...m, claimLostReported: true }))
+      cause = "claimLost"
+      reason = "another runner took over the workflow run"
+    }
+    const memory = yield* Ref.get(run.memory)
+    const provenance = {
+      cause,
+      nodeId: visit.nodeId,
+      attemptId: visit.attemptId,
+      interruption: memory.interruptions
+    }
+    yield* Ref.update(run.memory, (m) => ({
+      ...m,
+      interruptions: m.interruptions + 1,
+      outstanding: provenance
+    }))
+    const write: Effect.Effect<HandoffResult | null, unknown> =
+      cause === "claimLost"
+        ? deps.store.recordHandoff(run.runId, provenance)
+        : Effect.as(deps.store.recordInterruption(run.fence, provenance), null)
+    const written = write.pipe(
+      withLockBudget(ABORT_LOCK_BUDGET_MS),
+      Effect.timeoutFail({
+        duration: Duration.millis(PROVENANCE_BOUND_MS),
+        onTimeout: () => new Error(`provenance not stored within ${PROVENANCE_BOUND_MS} ms`)
+      }),
+      Effect.either,
+      Effect.tap((result) =>
+        result._tag === "Left"
+          ? Effect.logWarning(
+              `workflow run ${run.runId}: abort provenance not stored; terminal handling retries`
+            )
+          : Effect.void
+      ),
+      Effect.interruptible
+    )
+    const publish = deps.events.publish({ _tag: "ActiveTurnInterrupted", run: run.ref, provenance, reason })
+    const [recorded] = yield* Effect.all([Effect.exit(written), publish], { concurrency: 2 }).pipe(
+      Effect.uninterruptible
+    )
+    const handoff =
+      recorded._tag === "Success" && recorded.value._tag === "Right" ? recorded.value.right : null
+    if (handoff?._tag === "Ended") {
+      const result = yield* deps.events.publish({
+        _tag: "HandoffEnded",
+        run: run.ref,
+        provenance,
+        observedState: handoff.run.state,
+        reason
+      })
+      yield* recordLoss(deps, run, result.warning)
+    }
+    return provenance
+  })
+
+/** The successor-turn guarantee was lost for an event: keep that fact on the run (status shows it). */
+const recordLoss = (deps: RunnerDeps, run: ActiveRun, warning: string | null) =>
+  warning === null
+    ? Effect.void
+    : deps.background(
+        deps.store.recordEvent(run.runId, { kind: "guaranteeLost", message: warning }).pipe(
+          Effect.retry({ schedule: Schedule.exponential(Duration.millis(200)), times: 6 }),
+          Effect.catchAll((error) =>
+            Effect.logError(`workflow run ${run.runId}: guarantee loss not recorded: ${error.message}`)
+          )
+        )
+      )
+
+/**
+ * The run ended durably: publish its terminal event, which stores the run's terminal turn
+ * intent. The abort it reuses is the one on the ended row (it may be another runner's, recorded
+ * on claim loss) or, when that write never landed, this runner's own. Returns the intent's ID
+ * (null when the end owes no turn).
+ */
+export const terminal = (
+  deps: RunnerDeps,
+  run: ActiveRun,
+  ended: RunRecord,
+  state: TerminalState,
+  reason: string
+) =>
+  Effect.gen(function* () {
+    const memory = yield* Ref.get(run.memory)
+    const event = terminalEvent(ended, reason, memory.outstanding)
+    if (event === null || event.state !== state) return null
+    // A cancel without an outstanding abort is the direct kind: nothing to publish.
+    if (state === "cancelled" && event.provenance === null) return null
+    const result = yield* deps.events.publish(event)
+    yield* recordLoss(deps, run, result.warning)
+    // The deterministic ID, also when the publisher only records events.
+    const request = intentRequest(event, policy(event))
+    if (request === null) return null
+    return yield* identify(request).pipe(
+      Effect.map((identified) => identified.intentId),
+      Effect.orElseSucceed(() => result.intentId)
+    )
+  })
+
+/** Claim loss: if a turn is working on our request it must stop (handoff provenance). No terminal event. */
+export const onClaimLost = (deps: RunnerDeps, run: ActiveRun) =>
+  Effect.gen(function* () {
+    const memory = yield* Ref.get(run.memory)
+    if (memory.claimLostReported) return null
+    yield* Ref.update(run.memory, (m) => ({ ...m, claimLostReported: true }))
+    const visit = memory.visit
+    // A turn this runner already aborted for this visit is not aborted twice.
+    const aborted = memory.outstanding !== null && memory.outstanding.attemptId === visit?.attemptId
+    if (visit?.delivered && !aborted && !(yield* Deferred.isDone(visit.submitted))) {
+      yield* interrupt(deps, run, visit, "claimLost", "another runner took over the workflow run")
+    }
+    yield* Effect.logInfo(`workflow run ${run.runId}: claim lost; this runner stopped`)
+    return null
+  })

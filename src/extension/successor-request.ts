@@ -1,0 +1,34 @@
+/**
+ * The model request for a terminal successor (a fallback or a presentation): Pi has written the
+ * message to the session file before it emits `context`, and the request follows. Right before
+ * it, the extension records a `pi-workflows-successor-requested` entry, so a restart never
+ * starts a second turn for a successor whose request was sent (`unanswered-successor.ts`).
+ * The test-only crash point `beforeSuccessorRequest` kills Pi just before that record: the
+ * state "written but never answered". Dependency-free: the entry runs it on every request.
+ */
+import { BEFORE_SUCCESSOR_REQUEST, CRASH_AT_ENV } from "../delivery/crash-env.ts"
+import { DEFERRED_TURN_TYPE, SUCCESSOR_REQUESTED_TYPE } from "../domain/message-types.ts"
+
+const SUCCESSORS: ReadonlySet<unknown> = new Set([DEFERRED_TURN_TYPE, "pi-workflows-presentation"])
+
+const successorType = (message: unknown): string | null =>
+  typeof message === "object" &&
+  message !== null &&
+  "role" in message &&
+  message.role === "custom" &&
+  "customType" in message &&
+  typeof message.customType === "string" &&
+  SUCCESSORS.has(message.customType)
+    ? message.customType
+    : null
+
+/** Before a model request (`messages` as the model gets them): record it if it answers a successor. */
+export const beforeModelRequest = (
+  messages: ReadonlyArray<unknown>,
+  record: (customType: string, data: Readonly<Record<string, unknown>>) => void
+): void => {
+  const answers = successorType(messages.at(-1))
+  if (answers === null) return
+  if (process.env[CRASH_AT_ENV] === BEFORE_SUCCESSOR_REQUEST) process.kill(process.pid, "SIGKILL")
+  record(SUCCESSOR_REQUESTED_TYPE, { answers })
+}

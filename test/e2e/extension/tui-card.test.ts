@@ -1,0 +1,99 @@
+/**
+ * The terminal turn's card in real interactive Pi: Pi runs in its TUI inside tmux (a real
+ * terminal), the scripted model starts a workflow that fails, and the pane is captured once the
+ * run's terminal turn (its fallback) arrived. The collapsed card shows workflow, state, run and
+ * `restarts 0/3`, and none of the model-facing content (decision instructions, facts, the
+ * restart call); the user's own final notification names the error.
+ * Skipped when tmux is not installed.
+ */
+import { spawnSync } from "node:child_process"
+import { mkdirSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { afterEach, describe, expect, it } from "vitest"
+import { startMockOpenAI } from "../harness/mock-openai.ts"
+import { createPiSandbox, piCliPath } from "../harness/pi-rpc.ts"
+import { extensionEntry } from "./lab.ts"
+import { NIGHTLY_REPORT } from "./workflow-sources.ts"
+
+const hasTmux = spawnSync("tmux", ["-V"]).status === 0
+const tmux = (...args: ReadonlyArray<string>) => spawnSync("tmux", args, { encoding: "utf8" })
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/** Poll the pane until `check` holds; the last capture either way. */
+const captureUntil = async (session: string, check: (pane: string) => boolean, timeoutMs = 20_000) => {
+  const deadline = Date.now() + timeoutMs
+  let pane = ""
+  while (Date.now() < deadline) {
+    pane = tmux("capture-pane", "-p", "-J", "-t", session, "-S", "-300").stdout
+    if (check(pane)) return pane
+    await sleep(200)
+  }
+  return pane
+}
+
+const cleanups: Array<() => Promise<void> | void> = []
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup()
+})
+
+describe.skipIf(!hasTmux)("the terminal turn card in interactive Pi (tmux capture)", () => {
+  it("a failed run's fallback renders as the collapsed card: workflow, state, run, restarts", async () => {
+    const mock = await startMockOpenAI({
+      script: [
+        { toolCalls: [{ name: "workflow", arguments: { action: "start", workflow: "nightly-report" } }] },
+        { text: "The nightly report is running." },
+        { text: "The metrics database is down; I stop here and tell the user." }
+      ],
+      defaultReply: { text: "ok" }
+    })
+    cleanups.push(() => mock.close())
+    const sandbox = createPiSandbox(mock.baseUrl, "pwt-tui-")
+    cleanups.push(() => sandbox.remove())
+    const workflows = join(sandbox.workDir, ".pi", "workflows")
+    mkdirSync(workflows, { recursive: true })
+    writeFileSync(join(workflows, "nightly-report.workflow.mjs"), NIGHTLY_REPORT)
+    const env = {
+      PATH: process.env.PATH ?? "",
+      PI_CODING_AGENT_DIR: sandbox.agentDir,
+      PI_OFFLINE: "1",
+      PI_SKIP_VERSION_CHECK: "1",
+      PI_TELEMETRY: "0",
+      HOME: sandbox.homeDir,
+      TERM: "xterm-256color",
+      PI_WORKFLOWS_DB: join(sandbox.root, "controller.db")
+    }
+    const launcher = join(sandbox.root, "pi.sh")
+    const quote = (value: string) => `'${value.replaceAll("'", "'\\''")}'`
+    writeFileSync(
+      launcher,
+      [
+        "#!/bin/sh",
+        ...Object.entries(env).map(([key, value]) => `export ${key}=${quote(value)}`),
+        `cd ${quote(sandbox.workDir)}`,
+        `exec ${quote(process.execPath)} ${quote(piCliPath())} --provider mock --model mock-model ` +
+          `--session-dir ${quote(sandbox.sessionDir)} --no-extensions -e ${quote(extensionEntry())} ` +
+          "--no-skills --no-prompt-templates --no-context-files --offline"
+      ].join("\n"),
+      { mode: 0o755 }
+    )
+    const session = `pwt-card-${process.pid}`
+    const started = tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "50", launcher)
+    expect(started.status).toBe(0)
+    cleanups.push(() => {
+      tmux("kill-session", "-t", session)
+    })
+    await captureUntil(session, (pane) => pane.includes("mock-model"))
+    tmux("send-keys", "-t", session, "-l", "Run the nightly report.")
+    tmux("send-keys", "-t", session, "Enter")
+    const pane = await captureUntil(session, (p) => p.includes("restarts 0/3") && p.includes("I stop here"))
+    expect(pane).toMatch(/Workflow ended · nightly-report · failed/)
+    expect(pane).toMatch(/run \S+-nightly-report-\S+ · restarts 0\/3/)
+    // Collapsed: the model-facing content stays out of the terminal.
+    expect(pane).not.toContain("does not show that the user's task is done")
+    expect(pane).not.toContain("Workflow turn notice from Pi Workflows.")
+    expect(pane).not.toContain("Observed facts:")
+    expect(pane).not.toContain('"action": "restart"')
+    // …while the model got all of it in the fallback's prompt.
+    expect(mock.requestsMentioning("does not show that the user's task is done")).toHaveLength(1)
+  }, 60_000)
+})
