@@ -139,6 +139,20 @@ const onStop = (
         const reason = `cancelled by the ${stop.by}`
         if (stop.by === "agent" && activeTurn && visit !== null) {
           yield* interrupt(deps, run, visit, "agentCancelled", reason)
+        } else if (stop.by === "agent" && (yield* Ref.get(run.memory)).outstanding === null) {
+          // No step turn to stop, but the agent's cancel still owes the run's terminal turn:
+          // its provenance goes on the row first, so the ended row carries the debt.
+          const provenance = {
+            cause: "agentCancelled" as const,
+            ...at,
+            interruption: (yield* Ref.get(run.memory)).interruptions
+          }
+          yield* deps.store.recordInterruption(run.fence, provenance)
+          yield* Ref.update(run.memory, (m) => ({
+            ...m,
+            interruptions: m.interruptions + 1,
+            outstanding: provenance
+          }))
         }
         const ended = yield* deps.store.settle(run.fence, {
           ...settleVisit(outcome("cancelled", reason), "cancelled"),
