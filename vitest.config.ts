@@ -15,7 +15,9 @@ export const POSTGRES_SUITES = [
   "test/notifications/notifications.test.ts",
   "test/notifications/app.test.ts",
   "test/conformance/conformance.test.ts",
-  "test/conformance/races.test.ts"
+  "test/conformance/races.test.ts",
+  "test/races/intent-race.test.ts",
+  "test/races/mixed-race.test.ts"
 ]
 
 const shared = {
