@@ -17,7 +17,8 @@ export const POSTGRES_SUITES = [
   "test/conformance/conformance.test.ts",
   "test/conformance/races.test.ts",
   "test/races/intent-race.test.ts",
-  "test/races/mixed-race.test.ts"
+  "test/races/mixed-race.test.ts",
+  "test/cli/cli-pg.test.ts"
 ]
 
 const shared = {
