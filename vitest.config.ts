@@ -11,6 +11,7 @@ export const POSTGRES_SUITES = [
   "test/store/ensure.test.ts",
   "test/store/list.test.ts",
   "test/store/resolution.test.ts",
+  "test/store/postgres.test.ts",
   "test/engine/run-store.test.ts",
   "test/notifications/notifications.test.ts",
   "test/notifications/app.test.ts",
@@ -18,8 +19,18 @@ export const POSTGRES_SUITES = [
   "test/conformance/races.test.ts",
   "test/races/intent-race.test.ts",
   "test/races/mixed-race.test.ts",
+  "test/app/tool-actions.test.ts",
+  "test/app/commands-and-hooks.test.ts",
+  "test/terminal/terminal-messages.test.ts",
+  "test/terminal/terminal-list.test.ts",
+  "test/app/claim-transfer.test.ts",
+  "test/app/restart.test.ts",
+  "test/terminal/restart-app.test.ts",
   "test/cli/cli-pg.test.ts"
 ]
+
+/** Files about PostgreSQL itself: the `postgres` project only. */
+const POSTGRES_ONLY = ["test/store/postgres.test.ts", "test/cli/cli-pg.test.ts"]
 
 const shared = {
   testTimeout: 30_000,
@@ -36,7 +47,7 @@ export default defineConfig({
           name: "sqlite",
           include: ["test/**/*.test.ts"],
           // Packing and installing the tarball: `npm run test:installed` (vitest.installed.config.ts).
-          exclude: [...configDefaults.exclude, "test/e2e/installed/**"],
+          exclude: [...configDefaults.exclude, "test/e2e/installed/**", ...POSTGRES_ONLY],
           globalSetup: ["test/global-setup.ts"]
         }
       },

@@ -8,7 +8,8 @@
  *              └─ SourceEvents ◄──┘   (SourceEvents + Coordinator = the successor-turn core)
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
+import { StoreFailure } from "../domain/errors.ts"
 import { type CoreOptions, layerCore } from "../delivery/core-layer.ts"
 import * as CrashPoints from "../delivery/crash-points.ts"
 import type { Coordinator } from "../delivery/coordinator.ts"
@@ -21,6 +22,7 @@ import type { AbortBookkeeping } from "../interruption/abort-bookkeeping.ts"
 import type { SourceEvents } from "../interruption/source-events.ts"
 import type { PiSession } from "../session/pi-session.ts"
 import { Database, type DatabaseOptions, type OpenError } from "../store/database.ts"
+import type { PgDatabaseOptions } from "../store/pg/database-pg.ts"
 import type { RunStore } from "../store/run-store.ts"
 import * as RunStoreSqlite from "../store/run-store-sqlite.ts"
 import type { TurnIntentStore } from "../store/turn-intent-store.ts"
@@ -39,7 +41,8 @@ import * as TerminalMessages from "../terminal/terminal-messages.ts"
 import * as SyncOnEligible from "./sync-on-eligible.ts"
 
 export interface AppConfig {
-  readonly database: DatabaseOptions
+  /** A SQLite file (`filename`) or a PostgreSQL database (`url`). */
+  readonly database: DatabaseOptions | PgDatabaseOptions
   /** Validated definitions (see `src/app/workflows.ts`); one bad entry fails the layer. */
   readonly workflows: ReadonlyArray<WorkflowEntry>
   readonly engine?: EngineConfig
@@ -73,12 +76,33 @@ export const layerStores = (options: DatabaseOptions) =>
     LaunchStoreSqlite.layer
   ).pipe(Layer.provideMerge(Database.layer(options)))
 
+/**
+ * Every store on one PostgreSQL database: the same services as `layerStores`. Loaded on first
+ * use, so a program that never selects PostgreSQL needs neither @effect/sql-pg nor its chunk.
+ */
+export const layerStoresPg = (options: PgDatabaseOptions) =>
+  Layer.unwrapEffect(
+    Effect.tryPromise({
+      try: () => import("../store/pg/stores-pg.ts"),
+      catch: (cause) =>
+        new StoreFailure({
+          operation: "open",
+          message: `PostgreSQL support cannot load (is @effect/sql-pg installed?): ${String(cause)}`,
+          cause
+        })
+    }).pipe(Effect.map((pg) => pg.layerStoresPg(options)))
+  )
+
 /** The whole application over a PiSession (live from Pi, or `layerFake` in tests). */
 export const layerApp = (
   config: AppConfig
 ): Layer.Layer<AppServices, OpenError | DefinitionError, PiSession> => {
   // Test-only: PI_WORKFLOW_TURNS_CRASH_AT kills the process at a delivery step (docs/reliability.md).
-  const stores = Layer.merge(layerStores(config.database), CrashPoints.layerFromEnv)
+  const database = config.database
+  const stores = Layer.merge(
+    "url" in database ? layerStoresPg(database) : layerStores(database),
+    CrashPoints.layerFromEnv
+  )
   // Fallbacks of ended runs carry the terminal decision (src/terminal/terminal-messages.ts).
   const core = layerCore(config.core).pipe(
     Layer.provide(TerminalMessages.layerComposer),

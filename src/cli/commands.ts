@@ -7,10 +7,9 @@ import { existsSync, statSync } from "node:fs"
 import { resolve } from "node:path"
 import { Args, Command, Options } from "@effect/cli"
 import { Clock, Console, Data, Effect, Layer, Option } from "effect"
-import { resolveDbPath } from "../extension/db-path.ts"
+import { isPostgresUrl, resolveDbPath } from "../extension/db-path.ts"
 import { Database, legacyLaunchFailures } from "../store/database.ts"
-import { isPostgresUrl } from "../store/location.ts"
-import * as DatabasePg from "../store/pg/database-pg.ts"
+import { StoreFailure } from "../domain/errors.ts"
 import { RunState, RunStore } from "../store/run-store.ts"
 import * as LaunchStoreSqlite from "../store/launch-store-sqlite.ts"
 import * as RunStoreSqlite from "../store/run-store-sqlite.ts"
@@ -76,10 +75,7 @@ export const databasePath = (db: Option.Option<string>) =>
   Effect.try({
     try: () =>
       Option.match(db, {
-        onNone: () => {
-          const fromEnv = process.env.PI_WORKFLOWS_DB ?? ""
-          return isPostgresUrl(fromEnv) ? fromEnv : resolveDbPath(process.cwd(), process.env)
-        },
+        onNone: () => resolveDbPath(process.cwd(), process.env),
         onSome: (location) => (isPostgresUrl(location) ? location : resolve(process.cwd(), location))
       }),
     catch: (error) =>
@@ -89,17 +85,32 @@ export const databasePath = (db: Option.Option<string>) =>
 /** How long the CLI waits for a PostgreSQL server before saying it cannot be reached. */
 export const CONNECT_TIMEOUT_MS = 5_000
 
+/** The PostgreSQL module, loaded only when a URL is given (as the extension loads it). */
+const loadPg = Effect.tryPromise({
+  try: () => import("../store/pg/database-pg.ts"),
+  catch: (cause) =>
+    new StoreFailure({
+      operation: "open",
+      message: `PostgreSQL support cannot load (is @effect/sql-pg installed?): ${String(cause)}`,
+      cause
+    })
+})
+
 const storesAt = (location: string) =>
   Layer.mergeAll(TurnIntentStoreSqlite.layer, RunStoreSqlite.layer, LaunchStoreSqlite.layer).pipe(
     Layer.provideMerge(
       isPostgresUrl(location)
-        ? DatabasePg.layer({
-            url: location,
-            readonly: true,
-            busyTimeoutMs: BUSY_TIMEOUT_MS,
-            connectTimeoutMs: CONNECT_TIMEOUT_MS,
-            maxConnections: 2
-          })
+        ? Layer.unwrapEffect(
+            Effect.map(loadPg, (pg) =>
+              pg.layer({
+                url: location,
+                readonly: true,
+                busyTimeoutMs: BUSY_TIMEOUT_MS,
+                connectTimeoutMs: CONNECT_TIMEOUT_MS,
+                maxConnections: 2
+              })
+            )
+          )
         : Database.layer({ filename: location, readonly: true, busyTimeoutMs: BUSY_TIMEOUT_MS })
     )
   )
@@ -114,7 +125,8 @@ const withStores = <A, E>(
   Effect.gen(function* () {
     const location = yield* databasePath(db)
     if (isPostgresUrl(location)) {
-      return yield* Effect.provide(program(DatabasePg.redactUrl(location)), storesAt(location))
+      const pg = yield* loadPg
+      return yield* Effect.provide(program(pg.redactUrl(location)), storesAt(location))
     }
     const path = location
     const exists = yield* Effect.sync(() => fileExists(path))

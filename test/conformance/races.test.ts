@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Scope, TestClock } from "effect"
-import { databaseLayerAt, freshLocation } from "../support/backend.ts"
+import { freshLocation } from "../support/backend.ts"
 import { FALLBACK, interrupted, makeHarness, prompt, provenance, run, terminal } from "./harness.ts"
 
 describe("two coordinators on one database", () => {

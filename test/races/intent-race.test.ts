@@ -23,7 +23,7 @@ const WORKERS = Number(process.env.RACE_WORKERS ?? 4)
 const SESSIONS = 3
 const RUNS_PER_SESSION = 5
 const INTENTS = Number(process.env.RACE_INTENTS ?? 300)
-const DURATION_MS = Number(process.env.RACE_DURATION_MS ?? 15_000)
+const DURATION_MS = Number(process.env.RACE_DURATION_MS ?? Math.max(15_000, INTENTS * 12))
 const WORKER_SCRIPT = fileURLToPath(new URL("./intent-worker.ts", import.meta.url))
 
 const runs = Array.from({ length: SESSIONS * RUNS_PER_SESSION }, (_, i) => ({
@@ -156,6 +156,7 @@ describe("cross-process race", () => {
           )
         })
       ),
-    DURATION_MS + 15_000
+    // Seeding is sequential: a long run (RACE_INTENTS=5000) needs longer than the race itself.
+    DURATION_MS + 15_000 + INTENTS * 10
   )
 })

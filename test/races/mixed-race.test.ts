@@ -173,7 +173,7 @@ describe("cross-process race over runs and intents", () => {
           const ops = totals.ops ?? 0
           console.log(
             [
-              `mixed race (${backend}): ${WORKERS} processes, ${RUNS} runs + ${INTENTS} intents in ${seconds.toFixed(2)} s, ${Math.round(ops / seconds)} store ops/s`,
+              `mixed race (${backend}): ${WORKERS} processes, ${RUNS} runs + ${INTENTS} intents in ${seconds.toFixed(2)} s, ${ops} store ops (${Math.round(ops / seconds)}/s)`,
               `  runs: claims ${totals.runClaims}, claim lost ${totals.ClaimLost ?? 0}, refused ${totals.ClaimRefused ?? 0}, slept past lease ${totals.sleptPastLease}, parked ${totals.parked}, abandoned ${totals.abandonedRuns}; fenced writes ${wrote.length}; double ownership ${doubleOwnership}, ended twice ${endedTwice.length}, lost ${lostRuns.length}`,
               `  intents: claimed ${totals.intentsClaimed}, resolve refused ${totals.ClaimNotHeld ?? 0}, abandoned ${totals.abandonedIntents}, held past lease ${totals.heldPastLease}; duplicates ${duplicates}, lost ${lostIntents}; store failures ${errors.length}`
             ].join("\n")

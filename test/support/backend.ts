@@ -7,12 +7,14 @@
  * opens gets its own schema in it (via the URL's `search_path`), as fresh as a new SQLite file.
  */
 import { randomBytes } from "node:crypto"
+import BetterSqlite from "better-sqlite3"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect, type Layer, type Scope } from "effect"
 import pg from "pg"
 import { inject } from "vitest"
-import { Database, type OpenError } from "../../src/store/database.ts"
+import { Database, type DatabaseOptions, type OpenError } from "../../src/store/database.ts"
 import * as DatabasePg from "../../src/store/pg/database-pg.ts"
+import type { PgDatabaseOptions } from "../../src/store/pg/database-pg.ts"
 import { databaseUrl } from "./pg-cluster.ts"
 import { tempDbPath } from "./temp-db.ts"
 
@@ -98,3 +100,20 @@ export const whenDone = <A, E, R>(
     Effect.withClock(wallClock)
   )
 }
+
+/** Every row a raw query returns at `location`, on a connection of its own (decode before use). */
+export const rawRowsAt = (location: string, text: string): Effect.Effect<ReadonlyArray<unknown>> =>
+  isPgLocation(location)
+    ? Effect.promise(() => pgQuery(location, text))
+    : Effect.sync(() => {
+        const db = new BetterSqlite(location, { readonly: true })
+        try {
+          return db.prepare(text).all()
+        } finally {
+          db.close()
+        }
+      })
+
+/** `layerApp`'s `database` option for a location of either backend. */
+export const appDatabase = (location: string): DatabaseOptions | PgDatabaseOptions =>
+  isPgLocation(location) ? { url: location } : { filename: location }
