@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Scope, TestClock } from "effect"
 import type { SourceEvent } from "../../src/domain/source-event.ts"
 import { makeKit, newRun } from "../notifications/kit.ts"
-import { freshLocation, whenDone } from "../support/backend.ts"
+import { freshLocation, joinAdvancing, whenDone } from "../support/backend.ts"
 import type { Harness } from "./harness.ts"
 import {
   FALLBACK,
@@ -58,7 +58,7 @@ describe("conformance: one intent produces at most one successor message", () =>
       yield* h.events.publish(terminal("timed_out", provenance("timedOut")))
       const natural = yield* Effect.fork(h.coordinator.deliverNatural(prompt("recovery step")))
       yield* h.settle(true)
-      yield* Fiber.join(natural)
+      yield* joinAdvancing(natural)
       yield* h.coordinator.onSessionStart
       yield* h.settle()
       yield* h.coordinator.syncFallbacks("periodic")

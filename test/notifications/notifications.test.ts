@@ -3,7 +3,7 @@ import Sqlite from "better-sqlite3"
 import { Effect, Either, Fiber, TestClock } from "effect"
 import { finalNotificationId } from "../../src/notifications/final-on-end.ts"
 import { NOTIFICATION_SCHEMA, type NotificationPayload } from "../../src/store/notification-store.ts"
-import { isPgLocation, pgQuery } from "../support/backend.ts"
+import { isPgLocation, pgQuery, whenDone } from "../support/backend.ts"
 import { makeKit, newRun } from "./kit.ts"
 
 const texts = (payloads: ReadonlyArray<{ readonly payload: NotificationPayload }>) =>
@@ -31,11 +31,13 @@ describe("progress reports", () => {
       yield* TestClock.adjust("1 millis")
       yield* drain
       // "two" was replaced while held: only the newest report of the window is stored.
-      expect(texts(yield* k.store.list({ runId: "r1", limit: 10 }))).toEqual(["one", "three"])
+      const held = whenDone(k.store.list({ runId: "r1", limit: 10 }), (rows) => rows.length >= 2)
+      expect(texts(yield* held)).toEqual(["one", "three"])
       // The window runs from the newest stored report.
       expect((yield* k.notifications.progress(report("r1", "four"))).status).toBe("coalesced")
       yield* TestClock.adjust("1 seconds")
       yield* drain
+      yield* whenDone(k.store.list({ runId: "r1", limit: 10 }), (rows) => rows.length >= 3)
       yield* TestClock.adjust("5 seconds")
       expect((yield* k.notifications.progress(report("r1", "five"))).status).toBe("stored")
       const stored = yield* k.store.list({ runId: "r1", limit: 10 })

@@ -9,7 +9,7 @@
 import { randomBytes } from "node:crypto"
 import BetterSqlite from "better-sqlite3"
 import type * as SqlClient from "@effect/sql/SqlClient"
-import { Clock, Effect, type Layer, type Scope } from "effect"
+import { Clock, Effect, Fiber, type Layer, Option, type Scope, TestClock } from "effect"
 import pg from "pg"
 import { inject } from "vitest"
 import { Database, type DatabaseOptions, type OpenError } from "../../src/store/database.ts"
@@ -117,3 +117,25 @@ export const rawRowsAt = (location: string, text: string): Effect.Effect<Readonl
 /** `layerApp`'s `database` option for a location of either backend. */
 export const appDatabase = (location: string): DatabaseOptions | PgDatabaseOptions =>
   isPgLocation(location) ? { url: location } : { filename: location }
+
+/**
+ * Join `fiber`, advancing the TestClock by `stepMs` while it is still running. A delivery that
+ * waits (Clock.sleep) for a claim another fiber is about to release finishes within one store
+ * round trip on SQLite (nothing is advanced then); on PostgreSQL that release is real I/O, and
+ * a TestClock no one advances would leave the waiter asleep forever. Production clocks run.
+ */
+export const joinAdvancing = <A, E>(fiber: Fiber.Fiber<A, E>, stepMs = 10, maxSteps = 1_000) => {
+  const loop = (step: number): Effect.Effect<A, E> =>
+    Effect.flatMap(Fiber.poll(fiber), (polled) =>
+      Option.isSome(polled) || step >= maxSteps
+        ? Fiber.join(fiber)
+        : Effect.zipRight(
+            Effect.zipRight(
+              TestClock.adjust(stepMs),
+              Effect.sleep("2 millis").pipe(Effect.withClock(wallClock))
+            ),
+            loop(step + 1)
+          )
+    )
+  return loop(0)
+}
