@@ -50,6 +50,7 @@ class RawPg {
       null
     ])
   }
+  get = (intentId: string) => this.rows("get", [intentId])
   list = (session: string, runId: string) => this.rows("list", [session, runId])
   claimForRun = (runId: string, session: string, token: string) => {
     const now = Date.now()
@@ -118,6 +119,7 @@ const rawRound = async (url: string, plan: Plan, items: ReadonlyArray<Workload>)
   }
   try {
     await phase("ensure", (w) => raw.ensure(w))
+    await phase("get", (w) => raw.get(w.raw.intentId))
     await phase("list", (w) => raw.list(w.raw.targetSessionId, w.raw.runId))
     await phase("claimForRun", (w) => raw.claimForRun(w.raw.runId, w.raw.targetSessionId, token(w)))
     await phase("release", (w) => raw.release(w.raw.intentId, token(w)))
