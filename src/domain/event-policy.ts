@@ -22,7 +22,10 @@ const causeOfTerminal = { cancelled: "agentCancelled", timed_out: "timedOut", fa
 
 export const decide = (event: SourceEvent): PolicyDecision => {
   switch (event._tag) {
-    case "ActiveTurnInterrupted":
+    case "ActiveTurnInterrupted": {
+      // The run already ended and owes its own successor: keep that one intent, still abort.
+      const owed = event.ended === undefined ? null : decide(event.ended)
+      if (owed?._tag === "Intent") return { ...owed, abortTurn: true }
       // Persist before ctx.abort(); a recovery prompt or a new owner may still resolve it.
       return {
         _tag: "Intent",
@@ -31,6 +34,7 @@ export const decide = (event: SourceEvent): PolicyDecision => {
         abortTurn: true,
         refreshFacts: false
       }
+    }
     case "RunTerminal":
       if (event.provenance !== null) {
         // Reuse the abort's intent; durable terminal state now proves no natural successor remains.

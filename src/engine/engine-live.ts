@@ -30,7 +30,7 @@ import { snapshotOf } from "./snapshot.ts"
 import { claimToken, ownerIsDead } from "./owner.ts"
 import { presentRun } from "./presentation.ts"
 import { owesPresentation } from "../interruption/run-debts.ts"
-import { withLockRetries } from "./store-retry.ts"
+import { typedStore, withLockRetries } from "./store-retry.ts"
 
 import { type RunSummary, stepView, summarize } from "./status.ts"
 import { DEFAULT_TIMEOUT_MS } from "./timeout.ts"
@@ -68,7 +68,7 @@ const sourceProblem = (record: RunRecord, registered: RegisteredWorkflow): Sourc
 
 export const make = (config: EngineConfig = {}) =>
   Effect.gen(function* () {
-    const store = yield* RunStore
+    const store = typedStore(yield* RunStore)
     const registry = yield* WorkflowRegistry
     const coordinator = yield* Coordinator
     const events = yield* SourceEvents
@@ -92,7 +92,7 @@ export const make = (config: EngineConfig = {}) =>
     const deps: RunnerDeps = {
       claimPresentation,
       releasePresentation,
-      store: withLockRetries(store),
+      store: withLockRetries(store, settings.leaseMs),
       coordinator,
       events,
       settings,

@@ -7,6 +7,7 @@
 import { Deferred, Duration, Effect, Option, Ref, Schedule } from "effect"
 import type { StoreFailure } from "../domain/errors.ts"
 import type { ActiveTurnCause, TerminalState } from "../domain/source-event.ts"
+import { decide as policyOf } from "../domain/event-policy.ts"
 import { terminalEvent } from "../interruption/run-debts.ts"
 import { ABORT_LOCK_BUDGET_MS, withLockBudget } from "../store/database.ts"
 import type { ClaimLost } from "../store/run-errors.ts"
@@ -65,6 +66,12 @@ const interrupt = (
       cause = "claimLost"
       reason = "another runner took over the workflow run"
     }
+    // Ended by another runner before this one learned of its loss: when that end owes its own
+    // successor, this abort keeps that intent (no second one for the same stop) and records nothing.
+    const ended =
+      cause === "claimLost" && claim._tag === "Right" && Option.isSome(claim.right)
+        ? owedEnd(claim.right.value)
+        : null
     const memory = yield* Ref.get(run.memory)
     const provenance = {
       cause,
@@ -78,9 +85,11 @@ const interrupt = (
       outstanding: provenance
     }))
     const write: Effect.Effect<HandoffResult | null, unknown> =
-      cause === "claimLost"
-        ? deps.store.recordHandoff(run.runId, provenance)
-        : Effect.as(deps.store.recordInterruption(run.fence, provenance), null)
+      ended !== null
+        ? Effect.succeed(null)
+        : cause === "claimLost"
+          ? deps.store.recordHandoff(run.runId, provenance)
+          : Effect.as(deps.store.recordInterruption(run.fence, provenance), null)
     const written = write.pipe(
       withLockBudget(ABORT_LOCK_BUDGET_MS),
       Effect.timeoutFail({
@@ -97,7 +106,13 @@ const interrupt = (
       ),
       Effect.interruptible
     )
-    const publish = deps.events.publish({ _tag: "ActiveTurnInterrupted", run: run.ref, provenance, reason })
+    const publish = deps.events.publish({
+      _tag: "ActiveTurnInterrupted",
+      run: run.ref,
+      provenance,
+      reason,
+      ...(ended === null ? {} : { ended })
+    })
     const [recorded] = yield* Effect.all([Effect.exit(written), publish], { concurrency: 2 }).pipe(
       Effect.uninterruptible
     )
@@ -115,6 +130,12 @@ const interrupt = (
     }
     return provenance
   })
+
+/** The terminal event of an ended run whose end owes a successor turn of its own, else null. */
+const owedEnd = (record: RunRecord) => {
+  const event = terminalEvent(record, null)
+  return event !== null && policyOf(event)._tag === "Intent" ? event : null
+}
 
 /** The successor-turn guarantee was lost for an event: keep that fact on the run (status shows it). */
 const recordLoss = (deps: RunnerDeps, run: ActiveRun, warning: string | null) =>
@@ -448,14 +469,37 @@ const renewals = (deps: RunnerDeps, run: ActiveRun) =>
     Effect.schedule(Schedule.spaced(deps.settings.renewEveryMs))
   )
 
+/**
+ * Every end carries the runner's outstanding abort (see `RunTransition`): when the abort-time
+ * provenance write failed, the row still ends up naming the intent the terminal event reuses.
+ */
+const withOutstandingAbort = (deps: RunnerDeps, run: ActiveRun): RunnerDeps => ({
+  ...deps,
+  store: {
+    ...deps.store,
+    settle: (fence, settlement) =>
+      settlement.next._tag !== "End"
+        ? deps.store.settle(fence, settlement)
+        : Effect.flatMap(Ref.get(run.memory), ({ outstanding }) =>
+            deps.store.settle(
+              fence,
+              outstanding === null || settlement.next._tag !== "End"
+                ? settlement
+                : { ...settlement, next: { ...settlement.next, abort: outstanding } }
+            )
+          )
+  }
+})
+
 /** Drive a claimed run until it ends, holds, parks or loses its claim. */
 export const runClaimed = (
-  deps: RunnerDeps,
+  runnerDeps: RunnerDeps,
   run: ActiveRun,
   steps: ReadonlyArray<StepRecord>,
   current: { readonly nodeId: string; readonly attemptId: string | null }
 ): Effect.Effect<void> =>
   Effect.gen(function* () {
+    const deps = withOutstandingAbort(runnerDeps, run)
     yield* Effect.forkScoped(renewals(deps, run))
     let next = yield* run.lock.withPermits(1)(prepare(deps, run, steps, current))
     while (next !== null) {
@@ -467,7 +511,7 @@ export const runClaimed = (
   }).pipe(
     Effect.scoped,
     Effect.catchTags({
-      ClaimLost: () => Effect.asVoid(onClaimLost(deps, run)),
+      ClaimLost: () => Effect.asVoid(onClaimLost(runnerDeps, run)),
       // The claim stays until its lease expires; a later resume takes the run over.
       StoreFailure: (error) =>
         Effect.logError(`workflow run ${run.runId}: store failure, runner stopped: ${error.message}`)

@@ -47,20 +47,22 @@ describe("abort ordering", () => {
     })
   )
 
-  it.scoped("a publisher interrupted while the store hangs still aborts the turn (abort is the finalizer)", () =>
-    Effect.gen(function* () {
-      const h = yield* makeHarness({ interruptions: { persistTimeoutMs: 250 } })
-      yield* h.fake.startTurn
-      yield* h.setFaults({ ensure: "hang" })
-      const publishing = yield* Effect.fork(h.events.publish(interrupted("timedOut")))
-      yield* TestClock.adjust(10)
-      expect(yield* h.fake.aborts).toBe(0)
-      // The runner fiber is interrupted mid-persist (claim loss, shutdown): the abort still runs.
-      yield* Fiber.interrupt(publishing)
-      expect(yield* h.fake.aborts).toBe(1)
-      expect(yield* h.fake.phase).toBe("aborting")
-      expect(yield* h.bookkeeping.inFlight).toHaveLength(1)
-    })
+  it.scoped(
+    "a publisher interrupted while the store hangs still aborts the turn (abort is the finalizer)",
+    () =>
+      Effect.gen(function* () {
+        const h = yield* makeHarness({ interruptions: { persistTimeoutMs: 250 } })
+        yield* h.fake.startTurn
+        yield* h.setFaults({ ensure: "hang" })
+        const publishing = yield* Effect.fork(h.events.publish(interrupted("timedOut")))
+        yield* TestClock.adjust(10)
+        expect(yield* h.fake.aborts).toBe(0)
+        // The runner fiber is interrupted mid-persist (claim loss, shutdown): the abort still runs.
+        yield* Fiber.interrupt(publishing)
+        expect(yield* h.fake.aborts).toBe(1)
+        expect(yield* h.fake.phase).toBe("aborting")
+        expect(yield* h.bookkeeping.inFlight).toHaveLength(1)
+      })
   )
 
   it.scoped("a failing store never prevents the abort", () =>
