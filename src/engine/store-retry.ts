@@ -19,6 +19,8 @@ import type { RunStoreService } from "../store/run-store.ts"
 
 /** Retries after the first attempt (each attempt already waits the busy budget). */
 export const LOCK_RETRIES = 4
+/** Retries of a run's settle that keeps meeting a lock (about 10 s with the pauses below). */
+export const SETTLE_RETRIES = 12
 /** Longest pause between two attempts of a settle that keeps failing. */
 export const SETTLE_RETRY_CAP_MS = 1_000
 
@@ -83,6 +85,7 @@ export const withLockRetries = (store: RunStoreService, leaseMs: number): RunSto
         Schedule.either(Schedule.spaced(Duration.millis(SETTLE_RETRY_CAP_MS))),
         Schedule.upTo(Duration.millis(leaseMs))
       ),
-      while: (error) => error._tag === "StoreFailure"
+      times: SETTLE_RETRIES,
+      while: isLockFailure
     })
 })
