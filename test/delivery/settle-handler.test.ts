@@ -7,7 +7,11 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, TestClock } from "effect"
-import { DEFAULT_LEASE_MS, WRITE_DELAY_BOUND_MS } from "../../src/delivery/protocol.ts"
+import {
+  DEFAULT_LEASE_MS,
+  NATURAL_OUTSIDE_SETTLE_HANDLER,
+  WRITE_DELAY_BOUND_MS
+} from "../../src/delivery/protocol.ts"
 import { makeHarness, presentation, terminal } from "../conformance/harness.ts"
 
 /** A store call of the settle handler, after its fallback pass, that answers only after `ms`. */
@@ -58,6 +62,7 @@ const settleWithSlowHandler = (hangMs: number) =>
 describe("rule 4: no natural send while our agent_settled handler runs", () => {
   it.scoped("natural delivery waits for the settle handler to return, then sends once", () =>
     Effect.gen(function* () {
+      expect(NATURAL_OUTSIDE_SETTLE_HANDLER).toBe(true) // the model checks the protocol with it
       const hangMs = WRITE_DELAY_BOUND_MS * 2
       const { h, intentId, delivering, handler } = yield* settleWithSlowHandler(hangMs)
       expect(yield* h.session.isIdle).toBe(true)
