@@ -25,11 +25,12 @@ export const POSTGRES_SUITES = [
   "test/terminal/terminal-list.test.ts",
   "test/app/claim-transfer.test.ts",
   "test/app/restart.test.ts",
-  "test/terminal/restart-app.test.ts"
+  "test/terminal/restart-app.test.ts",
+  "test/cli/cli-pg.test.ts"
 ]
 
 /** Files about PostgreSQL itself: the `postgres` project only. */
-const POSTGRES_ONLY = ["test/store/postgres.test.ts"]
+const POSTGRES_ONLY = ["test/store/postgres.test.ts", "test/cli/cli-pg.test.ts"]
 
 const shared = {
   testTimeout: 30_000,

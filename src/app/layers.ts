@@ -175,7 +175,10 @@ export const layerAppWith = <E, R>(
     only(NotificationStore)(stores),
     registry,
     only(Notifications)(notifications),
-    notifier
+    notifier,
+    // Delivery code looks the crash hook up in the calling fiber's context (crash-points.ts), so
+    // it must reach the runtime's context too; it is a no-op unless the test variable is set.
+    only(CrashPoints.CrashPoints)(base)
   )
   const maintenance = Maintenance.layer(options.maintenanceIntervalMs)
   return Layer.merge(services, maintenance.pipe(Layer.provide(services)))

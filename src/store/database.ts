@@ -126,6 +126,8 @@ const legacyCheck = (sql: SqlClient.SqlClient, filename: string) =>
 export const legacyLaunchFailures: Effect.Effect<number, StoreFailure, SqlClient.SqlClient> = Effect.gen(
   function* () {
     const sql = yield* SqlClient.SqlClient
+    // The alpha table only ever existed in SQLite files.
+    if (sql.onDialectOrElse({ pg: () => true, orElse: () => false })) return 0
     const tables = yield* sql<{ name: string }>`
       SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'workflow_notifications'`
     if (tables.length === 0) return 0

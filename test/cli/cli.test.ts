@@ -343,7 +343,8 @@ describe("pi-workflow-turns (the bin)", () => {
     expect(JSON.parse(result.stdout)).toHaveLength(2)
   })
 
-  it("a PostgreSQL store (PI_WORKFLOWS_DB or --db URL): one clear line, exit 2, nothing opened", async () => {
+  // Reading a PostgreSQL store is test/cli/cli-pg.test.ts (postgres project); here no server answers.
+  it("a PostgreSQL URL no server answers (PI_WORKFLOWS_DB or --db): one clear line, exit 2", async () => {
     const url = "postgresql://pi@127.0.0.1:1/pw"
     for (const result of [
       await cli(["runs"], { PI_WORKFLOWS_DB: url }),
@@ -351,7 +352,7 @@ describe("pi-workflow-turns (the bin)", () => {
     ]) {
       expect(result.code).toBe(2)
       expectOneLine(result)
-      expect(result.stderr).toContain("reads SQLite stores only")
+      expect(result.stderr).toContain("cannot connect to PostgreSQL at postgresql://pi@127.0.0.1:1/pw")
     }
   })
 

@@ -49,35 +49,44 @@ describe("agent and user cancellation", () => {
       })
   )
 
-  it.scoped("agent cancel with no open request publishes nothing; user cancel publishes Quiet", () =>
-    Effect.gen(function* () {
-      const started = { n: 0 }
-      const slow = {
-        name: "slow",
-        startAt: "work",
-        nodes: {
-          work: {
-            type: "compute",
-            run: () => {
-              started.n++
-              return new Promise(() => {})
+  it.scoped(
+    "agent cancel with no open request owes the run's terminal turn; user cancel publishes Quiet",
+    () =>
+      Effect.gen(function* () {
+        const started = { n: 0 }
+        const slow = {
+          name: "slow",
+          startAt: "work",
+          nodes: {
+            work: {
+              type: "compute",
+              run: () => {
+                started.n++
+                return new Promise(() => {})
+              }
             }
-          }
-        },
-        edges: []
-      }
-      const h = yield* makeHarness({ definitions: [slow] })
-      const first = yield* h.launch("slow")
-      yield* waitUntil(() => started.n === 1)
-      expect((yield* h.engine.cancel(first, { by: "agent" })).state).toBe("cancelled")
-      expect(yield* h.events).toEqual([])
-      const second = yield* h.launch("slow", {}, "command")
-      yield* waitUntil(() => started.n === 2)
-      yield* h.engine.cancel(second, { by: "user" })
-      expect(eventTags(yield* h.events)).toEqual(["Quiet:directCancel"])
-      const again = yield* Effect.flip(h.engine.cancel(second, { by: "user" }))
-      expect(again.message).toMatch(/cannot cancel run .* \(cancelled\): it has already ended/)
-    })
+          },
+          edges: []
+        }
+        const h = yield* makeHarness({ definitions: [slow] })
+        const first = yield* h.launch("slow")
+        yield* waitUntil(() => started.n === 1)
+        expect((yield* h.engine.cancel(first, { by: "agent" })).state).toBe("cancelled")
+        // No turn to stop: the cancel's provenance is on the row, and the terminal event reuses it.
+        const [ended] = yield* h.events
+        expect(ended).toMatchObject({
+          _tag: "RunTerminal",
+          state: "cancelled",
+          provenance: { cause: "agentCancelled", nodeId: "work" }
+        })
+        expect(Option.getOrThrow(yield* h.store.get(first))).toMatchObject({ abortPending: true })
+        const second = yield* h.launch("slow", {}, "command")
+        yield* waitUntil(() => started.n === 2)
+        yield* h.engine.cancel(second, { by: "user" })
+        expect(eventTags(yield* h.events)).toEqual(["RunTerminal:cancelled", "Quiet:directCancel"])
+        const again = yield* Effect.flip(h.engine.cancel(second, { by: "user" }))
+        expect(again.message).toMatch(/cannot cancel run .* \(cancelled\): it has already ended/)
+      })
   )
 
   it.scoped("a queued run can be cancelled before activation", () =>

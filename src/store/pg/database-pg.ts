@@ -33,6 +33,7 @@ import {
 } from "../database.ts"
 import { CONTROLLER_SCHEMA } from "../schema.ts"
 import { toPgDialect } from "./dialect-pg.ts"
+import { checkSchema, readOnlyUrl } from "./readonly-pg.ts"
 import { migrations } from "./schema-pg.ts"
 
 export interface PgDatabaseOptions {
@@ -44,6 +45,11 @@ export interface PgDatabaseOptions {
   readonly maxConnections?: number
   /** How long opening may wait for the server (default 5,000 ms). */
   readonly connectTimeoutMs?: number
+  /**
+   * Open for reading only (operator tools): no migration, the schema version must match, and
+   * every transaction is read-only (`readonly-pg.ts`).
+   */
+  readonly readonly?: boolean
 }
 
 /** The URL without its password: what messages and `Database.filename` show. */
@@ -96,7 +102,7 @@ const open = (options: PgDatabaseOptions) =>
         cause: error
       })
     const sql = yield* PgClient.make({
-      url: Redacted.make(options.url),
+      url: Redacted.make(options.readonly === true ? readOnlyUrl(options.url) : options.url),
       types,
       maxConnections: options.maxConnections ?? 10,
       connectTimeout: Duration.millis(options.connectTimeoutMs ?? 5_000),
@@ -162,7 +168,7 @@ const open = (options: PgDatabaseOptions) =>
           )
       })
     )
-    yield* migrate
+    yield* options.readonly === true ? checkSchema(sql, shown) : migrate
     return {
       sql,
       database: { filename: shown, immediate, prepare, urgent: withLockBudget } satisfies DatabaseService

@@ -21,7 +21,11 @@ const ID = (column: string, nullable = false) =>
     ? `${column} ${T} CHECK (${column} IS NULL OR length(${column}) BETWEEN 1 AND 512)`
     : `${column} ${T} NOT NULL CHECK (length(${column}) BETWEEN 1 AND 512)`
 
+/** Interruption causes: what an abort records on a run (`abort_cause`). */
 const CAUSES = `('agentCancelled', 'timedOut', 'failed', 'launchFailed', 'controllerInterrupted', 'claimLost')`
+/** A turn intent's cause: an interruption's, or the completion a completed run's terminal turn answers. */
+const INTENT_CAUSES = `('agentCancelled', 'timedOut', 'failed', 'launchFailed', 'controllerInterrupted', 'claimLost',
+  'completed')`
 const TERMINAL = "('completed', 'failed', 'timed_out', 'cancelled')"
 
 const raiseFunction = `CREATE OR REPLACE FUNCTION pi_workflows_refuse_update() RETURNS trigger
@@ -75,7 +79,7 @@ const turnIntents = `CREATE TABLE workflow_turn_intents (
   ${ID("run_id")},
   ${ID("workflow_ref")},
   ${ID("target_session_id")},
-  cause ${T} NOT NULL CHECK (cause IN ${CAUSES}),
+  cause ${T} NOT NULL CHECK (cause IN ${INTENT_CAUSES}),
   ${ID("node_id", true)},
   ${ID("attempt_id", true)},
   fallback_facts_json ${T} NOT NULL CHECK (octet_length(fallback_facts_json) <= 65536),
