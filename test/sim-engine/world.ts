@@ -9,7 +9,7 @@
  * A crash is a SIGKILL: from that instant the process's store calls and sends do nothing (its
  * finalizers cannot write), and the messages Pi had not written yet die with it.
  */
-import { type Context, Effect, Exit, type Fiber, Layer, Option, Scope } from "effect"
+import { type Context, Deferred, Effect, Exit, type Fiber, Layer, Option, Scope } from "effect"
 import { layerAppWith, layerStores } from "../../src/app/layers.ts"
 import type * as CrashPoints from "../../src/delivery/crash-points.ts"
 import { afterSettle, classifySettle, onSessionStart, onShutdown } from "../../src/app/session-hooks.ts"
@@ -91,6 +91,8 @@ interface Process {
     readonly log: SendLog
   }>
   settling: number
+  /** Natural deliveries waiting for this process's settle handlers to return (rule 4). */
+  settleWaiters: Array<Deferred.Deferred<void>>
 }
 
 const BUSY = "SqliteError: database is locked (SQLITE_BUSY)"
@@ -197,6 +199,14 @@ export const makeWorld = (
         }).pipe(Effect.zipLeft(point))
       return {
         ...fakeSession,
+        settling: Effect.sync(() => (self()?.settling ?? 0) > 0),
+        settleDone: Effect.suspend(() => {
+          const p = self()
+          if (p === null || p.settling === 0) return Effect.void
+          const waiter = Effect.runSync(Deferred.make<void>())
+          p.settleWaiters.push(waiter)
+          return Deferred.await(waiter)
+        }),
         branch: Effect.zipRight(point, fakeSession.branch),
         send: (message, options) =>
           mutation === "doubleSend" && typeof message.details.turnIntentId === "string"
@@ -231,7 +241,8 @@ export const makeWorld = (
           fault: null,
           dead: false,
           deferred: [],
-          settling: 0
+          settling: 0,
+          settleWaiters: []
         }
         procs[slot] = process
         process.context = yield* Layer.build(layer).pipe(Scope.extend(scope))
@@ -293,7 +304,12 @@ export const makeWorld = (
                 if (proc.settling > 0 || proc.dead) return Effect.void
                 const pending = proc.deferred
                 proc.deferred = []
-                return Effect.forEach(pending, write, { discard: true })
+                const waiting = proc.settleWaiters
+                proc.settleWaiters = []
+                return Effect.zipRight(
+                  Effect.forEach(pending, write, { discard: true }),
+                  Effect.forEach(waiting, (waiter) => Deferred.succeed(waiter, undefined), { discard: true })
+                )
               })
             )
           )

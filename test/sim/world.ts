@@ -13,7 +13,7 @@
  * The world records what the invariants need: every send with the lifecycle at that moment,
  * every publish and its outcome, every abort and when it happened.
  */
-import { Context, Effect, Exit, Fiber, Layer, Scope } from "effect"
+import { Context, Deferred, Effect, Exit, Fiber, Layer, Scope } from "effect"
 import { Coordinator, type CoordinatorService, type NaturalMessage } from "../../src/delivery/coordinator.ts"
 import * as SyncOnEligible from "../../src/app/sync-on-eligible.ts"
 import * as CoordinatorLive from "../../src/delivery/coordinator-live.ts"
@@ -184,6 +184,8 @@ export const makeWorld = (
     /** Messages the coordinator sent that died with their process before Pi wrote them. */
     const lostWithProcess: Array<{ readonly turnIntentId: string | null; readonly content: string }> = []
     let emitting = 0
+    /** Natural deliveries waiting for the settle handlers to return (rule 4, `settleDone`). */
+    let settleWaiters: Array<Deferred.Deferred<void>> = []
     let userTurnDeferred = false
     let deferred: Pending[] = []
     let failuresLeft = 0
@@ -234,6 +236,14 @@ export const makeWorld = (
         })
       return {
         ...fakeSession,
+        // Every process's handler runs in one settle (`settle` below): ours runs while any does.
+        settling: Effect.sync(() => emitting > 0),
+        settleDone: Effect.suspend(() => {
+          if (emitting === 0) return Effect.void
+          const waiter = Effect.runSync(Deferred.make<void>())
+          settleWaiters.push(waiter)
+          return Deferred.await(waiter)
+        }),
         branch: around(fakeSession.branch),
         lifecycle:
           mutation === "ignoreLifecycle"
@@ -442,9 +452,10 @@ export const makeWorld = (
     const settle = Effect.gen(function* () {
       // Pi emits agent_settled only after a turn, and no turn starts while handlers run.
       if (emitting > 0) return
+      // The handlers are marked before the idle waiters wake (the entry marks its handler first).
+      emitting++
       yield* fake.settle()
       yield* point
-      emitting++
       const handlers: Array<Fiber.RuntimeFiber<void>> = []
       for (const proc of procs) {
         if (proc !== null)
@@ -458,6 +469,9 @@ export const makeWorld = (
           const writing = deferred
           deferred = []
           for (const entry of writing) yield* write(entry)
+          const waiting = settleWaiters
+          settleWaiters = []
+          for (const waiter of waiting) yield* Deferred.succeed(waiter, undefined)
           if (userTurnDeferred) {
             userTurnDeferred = false
             yield* fake.startTurn
