@@ -13,7 +13,7 @@
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
 import { withoutHidden } from "./context-filter.ts"
-import { beforeModelRequest } from "./successor-request.ts"
+import { answeredSuccessor, beforeProviderCall } from "./successor-request.ts"
 import { registerDeferredTurnRenderer } from "./renderer.ts"
 import type { SessionApp } from "./session-app.ts"
 import { makeSettleMark } from "./settle-mark.ts"
@@ -102,10 +102,19 @@ export default function piWorkflowTurns(pi: ExtensionAPI): void {
 
   // Notifications are for the user only and turn triggers only start a turn: no model request
   // ever includes them.
+  // The successor a request answers is known at `context`; it is recorded right before the
+  // provider call (successor-request.ts), the latest point Pi offers.
+  let answering: string | null = null
   pi.on("context", (event) => {
     const messages = withoutHidden(event.messages)
-    beforeModelRequest(messages ?? event.messages, (customType, data) => pi.appendEntry(customType, data))
+    answering = answeredSuccessor(messages ?? event.messages)
     return messages === undefined ? undefined : { messages }
+  })
+  pi.on("before_provider_request", () => {
+    const answers = answering
+    answering = null
+    beforeProviderCall(answers, (customType, data) => pi.appendEntry(customType, data))
+    return undefined
   })
 
   pi.on("agent_start", async (_event, ctx) => (await app()).observe(ctx))
