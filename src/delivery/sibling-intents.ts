@@ -6,14 +6,14 @@
  * its intent (the store was failing) and then the agent's cancel. Each interruption owns its
  * intent (spec 000), but the model gets one turn for the run, never two (spec 004):
  *
- * - an intent is **covered** when another intent of the same run and session was resolved at
- *   or after it was requested: that message reached the branch after this intent's event, so
- *   it is the turn this intent owed; it is resolved with that message's identity, not sent;
+ * - an intent is **covered** when a newer intent of the same run and session (requested later)
+ *   is resolved: that message answers the later event, after this intent's, so it is the turn
+ *   this intent owed; it is resolved with that message's identity, not sent;
  * - an intent **waits** while a newer intent of the same run and session is pending: the newest
  *   event's message answers all of them (two deliverers never send for two siblings at once);
- * - a claim loss reported after a sibling was already made eligible (the run had ended under
- *   its new owner, whose end owns the run's terminal turn) is answered by that sibling: covered
- *   once it is resolved, waiting while it is pending.
+ * - a claim loss reported after the run had ended under its new owner (a sibling was made
+ *   eligible before it, or was answered by a presentation or fallback) is answered by that
+ *   sibling, the run's terminal turn: covered once it is resolved, waiting while it is pending.
  */
 import type { TurnIntent } from "../domain/turn-intent.ts"
 
@@ -40,17 +40,23 @@ export const siblingVerdict = (intent: TurnIntent, siblings: ReadonlyArray<TurnI
       s.targetSessionId === intent.targetSessionId
   )
   const requested = time(intent.requestedAt)
+  // Only a newer event's message: a resolution stored late (confirmed on a later pass) of an
+  // older sibling says nothing about when its message went out.
   const cover = others.find(
     (s) =>
-      s.resolvedAt !== null &&
-      s.resolution !== null &&
-      s.resolutionMessageId !== null &&
-      time(s.resolvedAt) >= requested
+      s.resolvedAt !== null && s.resolution !== null && s.resolutionMessageId !== null && isNewer(s, intent)
   )
   if (cover !== undefined) return { _tag: "Covered", by: cover }
+  // The run's end shows in a sibling made eligible before this claim loss was reported, or one
+  // answered by a terminal message (a presentation or a fallback: only ended runs get those).
   const ended =
     intent.cause === "claimLost"
-      ? others.find((s) => s.eligibleAt !== null && time(s.eligibleAt) <= requested)
+      ? others.find(
+          (s) =>
+            (s.eligibleAt !== null && time(s.eligibleAt) <= requested) ||
+            s.resolution === "presentation" ||
+            s.resolution === "fallback"
+        )
       : undefined
   if (ended !== undefined) {
     return ended.resolvedAt !== null && ended.resolution !== null && ended.resolutionMessageId !== null

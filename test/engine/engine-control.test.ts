@@ -49,35 +49,48 @@ describe("agent and user cancellation", () => {
       })
   )
 
-  it.scoped("agent cancel with no open request publishes nothing; user cancel publishes Quiet", () =>
-    Effect.gen(function* () {
-      const started = { n: 0 }
-      const slow = {
-        name: "slow",
-        startAt: "work",
-        nodes: {
-          work: {
-            type: "compute",
-            run: () => {
-              started.n++
-              return new Promise(() => {})
+  it.scoped(
+    "agent cancel during a compute step owes the terminal turn (no abort); user cancel publishes Quiet",
+    () =>
+      Effect.gen(function* () {
+        const started = { n: 0 }
+        const slow = {
+          name: "slow",
+          startAt: "work",
+          nodes: {
+            work: {
+              type: "compute",
+              run: () => {
+                started.n++
+                return new Promise(() => {})
+              }
             }
-          }
-        },
-        edges: []
-      }
-      const h = yield* makeHarness({ definitions: [slow] })
-      const first = yield* h.launch("slow")
-      yield* waitUntil(() => started.n === 1)
-      expect((yield* h.engine.cancel(first, { by: "agent" })).state).toBe("cancelled")
-      expect(yield* h.events).toEqual([])
-      const second = yield* h.launch("slow", {}, "command")
-      yield* waitUntil(() => started.n === 2)
-      yield* h.engine.cancel(second, { by: "user" })
-      expect(eventTags(yield* h.events)).toEqual(["Quiet:directCancel"])
-      const again = yield* Effect.flip(h.engine.cancel(second, { by: "user" }))
-      expect(again.message).toMatch(/cannot cancel run .* \(cancelled\): it has already ended/)
-    })
+          },
+          edges: []
+        }
+        const h = yield* makeHarness({ definitions: [slow] })
+        const first = yield* h.launch("slow")
+        yield* waitUntil(() => started.n === 1)
+        expect((yield* h.engine.cancel(first, { by: "agent" })).state).toBe("cancelled")
+        // No agent turn of the run is open, so nothing is aborted; the run's end still owes the
+        // model its terminal turn (spec 004), and the provenance is on the row for reconciliation.
+        const record = Option.getOrThrow(yield* h.store.get(first))
+        const provenance = {
+          cause: "agentCancelled",
+          nodeId: "work",
+          attemptId: record.currentAttemptId,
+          interruption: 0
+        }
+        expect(record.abort).toEqual(provenance)
+        expect(eventTags(yield* h.events)).toEqual(["RunTerminal:cancelled"])
+        expect(yield* h.events).toMatchObject([{ _tag: "RunTerminal", state: "cancelled", provenance }])
+        const second = yield* h.launch("slow", {}, "command")
+        yield* waitUntil(() => started.n === 2)
+        yield* h.engine.cancel(second, { by: "user" })
+        expect(eventTags(yield* h.events)).toEqual(["RunTerminal:cancelled", "Quiet:directCancel"])
+        const again = yield* Effect.flip(h.engine.cancel(second, { by: "user" }))
+        expect(again.message).toMatch(/cannot cancel run .* \(cancelled\): it has already ended/)
+      })
   )
 
   it.scoped("a queued run can be cancelled before activation", () =>
