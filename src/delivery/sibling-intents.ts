@@ -24,12 +24,14 @@ export type SiblingVerdict =
 
 const time = (iso: string): number => Date.parse(iso)
 
-/** Requested later (ties broken by ID, so every process picks the same newest). */
-const isNewer = (a: TurnIntent, b: TurnIntent): boolean => {
-  const ta = time(a.requestedAt)
-  const tb = time(b.requestedAt)
-  return ta > tb || (ta === tb && a.intentId > b.intentId)
-}
+/** Requested strictly later. */
+const isNewer = (a: TurnIntent, b: TurnIntent): boolean => time(a.requestedAt) > time(b.requestedAt)
+
+const isTied = (a: TurnIntent, b: TurnIntent): boolean => time(a.requestedAt) === time(b.requestedAt)
+
+/** A message only an ended run gets: it answers every intent of the run requested with it. */
+const isTerminalMessage = (s: TurnIntent): boolean =>
+  s.resolution === "fallback" || s.resolution === "presentation"
 
 /** What to do with `intent`, given every intent of its run for its session (any state). */
 export const siblingVerdict = (intent: TurnIntent, siblings: ReadonlyArray<TurnIntent>): SiblingVerdict => {
@@ -42,21 +44,21 @@ export const siblingVerdict = (intent: TurnIntent, siblings: ReadonlyArray<TurnI
   const requested = time(intent.requestedAt)
   // Only a newer event's message: a resolution stored late (confirmed on a later pass) of an
   // older sibling says nothing about when its message went out.
+  // In the same millisecond the order is unknown: only a terminal message covers then (a
+  // workflow prompt resolved with it may be the one the model then cancelled from).
   const cover = others.find(
     (s) =>
-      s.resolvedAt !== null && s.resolution !== null && s.resolutionMessageId !== null && isNewer(s, intent)
+      s.resolvedAt !== null &&
+      s.resolution !== null &&
+      s.resolutionMessageId !== null &&
+      (isNewer(s, intent) || (isTied(s, intent) && isTerminalMessage(s)))
   )
   if (cover !== undefined) return { _tag: "Covered", by: cover }
   // The run's end shows in a sibling made eligible before this claim loss was reported, or one
   // answered by a terminal message (a presentation or a fallback: only ended runs get those).
   const ended =
     intent.cause === "claimLost"
-      ? others.find(
-          (s) =>
-            (s.eligibleAt !== null && time(s.eligibleAt) <= requested) ||
-            s.resolution === "presentation" ||
-            s.resolution === "fallback"
-        )
+      ? others.find((s) => (s.eligibleAt !== null && time(s.eligibleAt) <= requested) || isTerminalMessage(s))
       : undefined
   if (ended !== undefined) {
     return ended.resolvedAt !== null && ended.resolution !== null && ended.resolutionMessageId !== null
@@ -66,6 +68,12 @@ export const siblingVerdict = (intent: TurnIntent, siblings: ReadonlyArray<TurnI
   // A late claim loss (requested once this intent was eligible) waits for this one, not vice versa.
   const lateClaimLoss = (s: TurnIntent) =>
     s.cause === "claimLost" && intent.eligibleAt !== null && time(s.requestedAt) >= time(intent.eligibleAt)
-  const newer = others.find((s) => s.resolvedAt === null && isNewer(s, intent) && !lateClaimLoss(s))
+  // Ties are broken by ID, so exactly one of two tied pending intents waits for the other.
+  const newer = others.find(
+    (s) =>
+      s.resolvedAt === null &&
+      (isNewer(s, intent) || (isTied(s, intent) && s.intentId > intent.intentId)) &&
+      !lateClaimLoss(s)
+  )
   return newer === undefined ? { _tag: "Send" } : { _tag: "Wait", newer }
 }

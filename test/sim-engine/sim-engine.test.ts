@@ -27,11 +27,13 @@ describe("engine simulation", () => {
     }
   })
 
-  it("one cancelled run never gets two terminal messages (seeds 666, 896, 1808, 1911)", async () => {
+  it("one run never gets two terminal messages, nor loses one to a sibling intent (seeds 666, 896, 1808, 1911, 426, 1572)", async () => {
     // Each run owned two intents (a claim loss, or a timeout whose recovery prompt went out
     // without its intent, then the agent's cancel), and each got its own fallback. Sibling
-    // intents of one run now share one turn (src/delivery/sibling-intents.ts).
-    for (const seed of [666, 896, 1808, 1911]) {
+    // intents of one run now share one turn (src/delivery/sibling-intents.ts). 426 and 1572
+    // failed under earlier versions of that rule (a late claim loss after a presentation; an
+    // older prompt resolution in the same millisecond taken to answer the agent's cancel).
+    for (const seed of [666, 896, 1808, 1911, 426, 1572]) {
       const result = await runEngineSeed(seed)
       expect(result.violations).toEqual([])
     }
