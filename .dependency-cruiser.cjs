@@ -22,11 +22,12 @@ module.exports = {
     },
     {
       name: "only-store-imports-sql",
-      comment: "SQL (@effect/sql, better-sqlite3, Reactivity) belongs to store/ and the test kits",
+      comment:
+        "SQL (@effect/sql, @effect/sql-pg, pg, better-sqlite3, Reactivity) belongs to store/ and the test kits",
       severity: "error",
       from: { path: "^src/", pathNot: ["^src/store/", "^src/testing/", "^src/testing[.]ts$"] },
       to: {
-        path: "^node_modules/(@effect/sql|@effect/experimental|better-sqlite3)/",
+        path: "^node_modules/(@effect/sql|@effect/sql-pg|@effect/experimental|better-sqlite3|pg|pg-[a-z-]+)/",
         dependencyTypesNot: ["type-only"]
       }
     },
@@ -36,7 +37,7 @@ module.exports = {
       severity: "error",
       from: { path: "^src/", pathNot: ["^src/store/", "^src/testing/", "^src/testing[.]ts$"] },
       to: {
-        path: "^node_modules/(@effect/sql|@effect/experimental|better-sqlite3)/",
+        path: "^node_modules/(@effect/sql|@effect/sql-pg|@effect/experimental|better-sqlite3|pg|pg-[a-z-]+)/",
         dependencyTypes: ["type-only"]
       }
     },

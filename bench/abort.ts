@@ -91,7 +91,11 @@ const toolCallToAbort = (filename: string, runs: number) =>
     const samples: Array<number> = []
     let notDurable = 0
     for (let i = 0; i < runs; i++) {
-      const started = yield* runTool({ _tag: "start", workflow: "cancel-me" })
+      // Pi gives every tool call an ID; a start from a run's terminal turn needs it.
+      const started = yield* runTool(
+        { _tag: "start", workflow: "cancel-me" },
+        { toolCallId: `bench-start-${i}` }
+      )
       const id = started.details.runId
       if (typeof id !== "string") return yield* Effect.dieMessage(`start failed: ${started.text}`)
       runId = id
@@ -134,7 +138,11 @@ const toolCallUnderForeignLock = (filename: string, runs: number) =>
     const samples: Array<number> = []
     let unfinished = 0
     for (let i = 0; i < runs; i++) {
-      const started = yield* runTool({ _tag: "start", workflow: "cancel-me" })
+      // Pi gives every tool call an ID; a start from a run's terminal turn needs it.
+      const started = yield* runTool(
+        { _tag: "start", workflow: "cancel-me" },
+        { toolCallId: `bench-start-${i}` }
+      )
       if (typeof started.details.runId !== "string") return yield* Effect.dieMessage(started.text)
       yield* afterSettle(false)
       yield* until(sent(STEP), (n) => n === i + 1, "the step message")

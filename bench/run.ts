@@ -25,6 +25,7 @@ import { listIndexSection } from "./list-index.ts"
 import { memorySection } from "./memory.ts"
 import { piDeliverySection } from "./pi-delivery.ts"
 import { piStartupSection } from "./pi-startup.ts"
+import { postgresSection } from "./postgres.ts"
 import { scalingSection } from "./scaling.ts"
 import { type BenchContext, type BenchSection, type Check, mark } from "./section.ts"
 import { median, us } from "./stats.ts"
@@ -35,6 +36,7 @@ const SECTIONS: ReadonlyArray<BenchSection> = [
   storeSection,
   breakdownSection,
   scalingSection,
+  postgresSection,
   listIndexSection,
   memorySection,
   abortSection,
@@ -135,7 +137,8 @@ const main = async () => {
       "# Benchmarks",
       "",
       `Latest \`npm run bench\` results (${new Date(started).toISOString()}, ${seconds} s${quick ? ", --quick" : ""}). ` +
-        "Ratios compare our layer with a raw better-sqlite3 baseline measured in the same run; " +
+        "Ratios compare our layer with a raw baseline measured in the same run (better-sqlite3; `pg` running the " +
+        "same SQL in the PostgreSQL section, on a throwaway cluster the bench starts and removes); " +
         "absolute numbers only mean something on the machine below. Speed is measured here and never " +
         "asserted in tests.",
       "",

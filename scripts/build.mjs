@@ -151,7 +151,7 @@ const buildExtension = async () => {
     // Minified (the linked source map restores names in stack traces): the session chunk bundles
     // Effect, and the tarball stays under 1 MB.
     minify: true,
-    external: ["better-sqlite3", "@earendil-works/pi-coding-agent", "@earendil-works/pi-tui"]
+    external: ["better-sqlite3", "pg", "@earendil-works/pi-coding-agent", "@earendil-works/pi-tui"]
   })
   for (const file of Object.keys(result.metafile.outputs)) {
     if (file.endsWith(".map")) ownSourcesOnly(file)

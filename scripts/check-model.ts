@@ -3,9 +3,12 @@
  *
  * The model's constants are generated here from src/delivery/protocol.ts, so the model checks
  * the lease, write-delay bound and send order the code uses. Each check states what it must
- * find: the code's protocol must verify; the old protocol and each variant with one condition
- * removed must produce a counterexample (a model that proves nothing is caught that way).
- * Installs `spin` and `gcc` with apt-get when they are missing and this runs as root.
+ * find: the code's protocol must verify (safety with every fault kind, liveness under weak
+ * fairness); the old protocol and each variant with one condition or rule removed must produce
+ * a counterexample of the property it is about (a model that proves nothing is caught that
+ * way). `--full` adds the larger searches, `--only=<text>` selects checks by name, `--trails`
+ * prints every counterexample. Searches run one per core. Installs `spin` and `gcc` with
+ * apt-get when they are missing and this runs as root. docs/protocol.md lists the checks.
  */
 import { execFileSync, spawn, spawnSync } from "node:child_process"
 import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -229,7 +232,8 @@ interface Outcome {
 const verify = async (check: Check, index: number): Promise<Outcome> => {
   const dir = mkdtempSync(join(tmpdir(), "pwt-model-"))
   try {
-    copyFileSync(join(root, "model", "delivery.pml"), join(dir, "delivery.pml"))
+    for (const file of ["delivery.pml", "environment.pml"])
+      copyFileSync(join(root, "model", file), join(dir, file))
     writeFileSync(
       join(dir, "constants.pml"),
       Object.entries(check.defines)

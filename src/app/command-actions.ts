@@ -119,5 +119,7 @@ export const runCommand = (
             : failed(input._tag, error)
         )
       )
-    )
+    ),
+    // A store or service that throws is still a failed command for the user, never a crash.
+    Effect.catchAllDefect((defect) => Effect.succeed(reply(failed(input._tag, defect))))
   )

@@ -11,7 +11,8 @@
  * or the stores wrapped with faults or probes); the application exposes its services, never the
  * connection under them.
  */
-import { type Context, Layer } from "effect"
+import { type Context, Effect, Layer } from "effect"
+import { StoreFailure } from "../domain/errors.ts"
 import { type CoreOptions, layerCore } from "../delivery/core-layer.ts"
 import * as CrashPoints from "../delivery/crash-points.ts"
 import { Coordinator } from "../delivery/coordinator.ts"
@@ -24,6 +25,7 @@ import { AbortBookkeeping } from "../interruption/abort-bookkeeping.ts"
 import type { SourceEvents } from "../interruption/source-events.ts"
 import type { PiSession } from "../session/pi-session.ts"
 import { Database, type DatabaseOptions, type OpenError } from "../store/database.ts"
+import type { PgDatabaseOptions } from "../store/pg/database-pg.ts"
 import { RunStore } from "../store/run-store.ts"
 import * as RunStoreSqlite from "../store/run-store-sqlite.ts"
 import { TurnIntentStore } from "../store/turn-intent-store.ts"
@@ -60,7 +62,8 @@ export interface AppOptions {
 }
 
 export interface AppConfig extends AppOptions {
-  readonly database: DatabaseOptions
+  /** A SQLite file (`filename`) or a PostgreSQL database (`url`). */
+  readonly database: DatabaseOptions | PgDatabaseOptions
 }
 
 /**
@@ -92,17 +95,37 @@ export const layerStores = (options: DatabaseOptions): Layer.Layer<StoreServices
     LaunchStoreSqlite.layer
   ).pipe(Layer.provideMerge(Database.layer(options)))
 
+/**
+ * Every store on one PostgreSQL database: the same services as `layerStores`. Loaded on first
+ * use, so a program that never selects PostgreSQL needs neither @effect/sql-pg nor its chunk.
+ */
+export const layerStoresPg = (options: PgDatabaseOptions) =>
+  Layer.unwrapEffect(
+    Effect.tryPromise({
+      try: () => import("../store/pg/stores-pg.ts"),
+      catch: (cause) =>
+        new StoreFailure({
+          operation: "open",
+          message: `PostgreSQL support cannot load (is @effect/sql-pg installed?): ${String(cause)}`,
+          cause
+        })
+    }).pipe(Effect.map((pg) => pg.layerStoresPg(options)))
+  )
+
 /** One service of `layer`'s output as a layer of its own (built once: layers are memoised by value). */
 const only =
   <I, S>(tag: Context.Tag<I, S>) =>
   <E, R>(layer: Layer.Layer<I, E, R>): Layer.Layer<I, E, R> =>
     Layer.project(layer, tag, tag, (service) => service)
 
-/** The whole application over a PiSession (live from Pi, or `layerFake` in tests), on one SQLite file. */
+/** The whole application over a PiSession (live from Pi, or `layerFake` in tests), on one SQLite file or one PostgreSQL database. */
 export const layerApp = (
   config: AppConfig
 ): Layer.Layer<AppServices, OpenError | DefinitionError, PiSession> =>
-  layerAppWith(layerStores(config.database), config)
+  layerAppWith(
+    "url" in config.database ? layerStoresPg(config.database) : layerStores(config.database),
+    config
+  )
 
 /**
  * The whole application over `stores`: the hook to run it on another backend or to decorate
@@ -152,7 +175,10 @@ export const layerAppWith = <E, R>(
     only(NotificationStore)(stores),
     registry,
     only(Notifications)(notifications),
-    notifier
+    notifier,
+    // Delivery code looks the crash hook up in the calling fiber's context (crash-points.ts), so
+    // it must reach the runtime's context too; it is a no-op unless the test variable is set.
+    only(CrashPoints.CrashPoints)(base)
   )
   const maintenance = Maintenance.layer(options.maintenanceIntervalMs)
   return Layer.merge(services, maintenance.pipe(Layer.provide(services)))

@@ -115,4 +115,8 @@ export const runTool = (
         )
       }
     }
-  }).pipe(Effect.catchAll((error) => Effect.succeed(failed(input._tag, error))))
+  }).pipe(
+    Effect.catchAll((error) => Effect.succeed(failed(input._tag, error))),
+    // A store or service that throws is still a failed action for the model, never a crash.
+    Effect.catchAllDefect((defect) => Effect.succeed(failed(input._tag, defect)))
+  )

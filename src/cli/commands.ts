@@ -1,14 +1,15 @@
 /**
  * The operator CLI's commands (`intents`, `runs`, `show`, `doctor`) over the stores, opened
- * read-only. Each command prints a table or page, or `--json` for scripts; failures are typed
+ * read-only: a SQLite file, or a PostgreSQL database when the location is a `postgres://` URL. Each command prints a table or page, or `--json` for scripts; failures are typed
  * (`CliFailure`, the stores' errors) and turned into one line by `main.ts`.
  */
 import { existsSync, statSync } from "node:fs"
 import { resolve } from "node:path"
 import { Args, Command, Options } from "@effect/cli"
 import { Clock, Console, Data, Effect, Layer, Option } from "effect"
-import { resolveDbPath } from "../extension/db-path.ts"
+import { isPostgresUrl, resolveDbPath } from "../extension/db-path.ts"
 import { Database, legacyLaunchFailures } from "../store/database.ts"
+import { StoreFailure } from "../domain/errors.ts"
 import { RunState, RunStore } from "../store/run-store.ts"
 import * as LaunchStoreSqlite from "../store/launch-store-sqlite.ts"
 import * as RunStoreSqlite from "../store/run-store-sqlite.ts"
@@ -34,7 +35,7 @@ export const BUSY_TIMEOUT_MS = 50
 
 const dbOption = Options.text("db").pipe(
   Options.withDescription(
-    "the controller database file (default: PI_WORKFLOWS_DB, else this project's file)"
+    "the controller database: a file, or a postgres:// URL (default: PI_WORKFLOWS_DB, else this project's file)"
   ),
   Options.optional
 )
@@ -65,32 +66,69 @@ const checkLimit = (limit: number) =>
         new CliFailure({ message: `--limit must be from 1 to ${MAX_LIST_LIMIT}, got ${limit}`, exitCode: 2 })
       )
 
-/** The file to read: `--db` (relative to the working directory), else where the extension keeps it. */
+/**
+ * The database to read: `--db` (a postgres:// URL, or a path relative to the working directory),
+ * else `PI_WORKFLOWS_DB` (a URL or an absolute path), else where the extension keeps this
+ * project's file.
+ */
 export const databasePath = (db: Option.Option<string>) =>
   Effect.try({
     try: () =>
       Option.match(db, {
         onNone: () => resolveDbPath(process.cwd(), process.env),
-        onSome: (path) => resolve(process.cwd(), path)
+        onSome: (location) => (isPostgresUrl(location) ? location : resolve(process.cwd(), location))
       }),
     catch: (error) =>
       new CliFailure({ message: error instanceof Error ? error.message : String(error), exitCode: 2 })
   })
 
-const storesAt = (path: string) =>
+/** How long the CLI waits for a PostgreSQL server before saying it cannot be reached. */
+export const CONNECT_TIMEOUT_MS = 5_000
+
+/** The PostgreSQL module, loaded only when a URL is given (as the extension loads it). */
+const loadPg = Effect.tryPromise({
+  try: () => import("../store/pg/database-pg.ts"),
+  catch: (cause) =>
+    new StoreFailure({
+      operation: "open",
+      message: `PostgreSQL support cannot load (is @effect/sql-pg installed?): ${String(cause)}`,
+      cause
+    })
+})
+
+const storesAt = (location: string) =>
   Layer.mergeAll(TurnIntentStoreSqlite.layer, RunStoreSqlite.layer, LaunchStoreSqlite.layer).pipe(
-    Layer.provideMerge(Database.layer({ filename: path, readonly: true, busyTimeoutMs: BUSY_TIMEOUT_MS }))
+    Layer.provideMerge(
+      isPostgresUrl(location)
+        ? Layer.unwrapEffect(
+            Effect.map(loadPg, (pg) =>
+              pg.layer({
+                url: location,
+                readonly: true,
+                busyTimeoutMs: BUSY_TIMEOUT_MS,
+                connectTimeoutMs: CONNECT_TIMEOUT_MS,
+                maxConnections: 2
+              })
+            )
+          )
+        : Database.layer({ filename: location, readonly: true, busyTimeoutMs: BUSY_TIMEOUT_MS })
+    )
   )
 
 type Stores = Layer.Layer.Success<ReturnType<typeof storesAt>>
 
-/** Run `program` over the stores of the file, opened read-only. */
+/** Run `program` over the stores of the database, opened read-only (given the name it shows). */
 const withStores = <A, E>(
   db: Option.Option<string>,
   program: (path: string) => Effect.Effect<A, E, Stores>
 ) =>
   Effect.gen(function* () {
-    const path = yield* databasePath(db)
+    const location = yield* databasePath(db)
+    if (isPostgresUrl(location)) {
+      const pg = yield* loadPg
+      return yield* Effect.provide(program(pg.redactUrl(location)), storesAt(location))
+    }
+    const path = location
     const exists = yield* Effect.sync(() => fileExists(path))
     if (!exists) {
       return yield* new CliFailure({

@@ -9,6 +9,7 @@ import { AbortBookkeeping } from "../interruption/abort-bookkeeping.ts"
 import { PiSession } from "../session/pi-session.ts"
 import { TurnIntentStore } from "../store/turn-intent-store.ts"
 import { Coordinator, type CoordinatorService, type NaturalMessage, type SyncTrigger } from "./coordinator.ts"
+import { CrashPoints, noop as noopCrashPoints } from "./crash-points.ts"
 import type { DeliveryEnv, Unconfirmed } from "./delivery-env.ts"
 import { FallbackComposer } from "./fallback-composer.ts"
 import { fallbackMessage } from "./fallback-message.ts"
@@ -65,6 +66,7 @@ export const make = (options: CoordinatorOptions = {}) =>
       naturalInFlight: yield* Ref.make<ReadonlyMap<string, number>>(new Map()),
       nextNatural: yield* Ref.make(1),
       unconfirmed: yield* Ref.make<ReadonlyMap<string, Unconfirmed>>(new Map()),
+      crashPoints: Option.getOrElse(yield* Effect.serviceOption(CrashPoints), () => noopCrashPoints),
       composeFallback: Option.match(yield* Effect.serviceOption(FallbackComposer), {
         onNone: () => (intent: TurnIntent) => Effect.succeed(fallbackMessage(intent)),
         onSome: (provided) => provided.compose

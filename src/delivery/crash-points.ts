@@ -1,9 +1,10 @@
 /**
  * Crash points: a test-only hook that lets the crash-recovery tests kill Pi (SIGKILL) at an
- * exact step of a delivery, then restart it on the same session file. Delivery code calls
- * `reach(point, intentId)` after it claimed an intent, after it sent the resolving message and
- * after it stored the resolution. Without a `CrashPoints` service in context (the normal case),
- * or without `PI_WORKFLOW_TURNS_CRASH_AT` in the environment, nothing happens.
+ * exact step of a delivery, then restart it on the same session file. The coordinator takes the
+ * service from its layer's context when it is built and calls `reached(point, intentId)` after it
+ * claimed an intent, after it sent the resolving message and after it stored the resolution.
+ * Without a `CrashPoints` service (the normal case), or without `PI_WORKFLOW_TURNS_CRASH_AT` in
+ * the environment, nothing happens.
  *
  * `PI_WORKFLOW_TURNS_CRASH_AT=afterClaim|afterSend|afterResolve` is for tests only
  * (docs/reliability.md): the process kills itself the first time it reaches that point. The

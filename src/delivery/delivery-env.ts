@@ -11,7 +11,7 @@ import type { AbortBookkeepingService } from "../interruption/abort-bookkeeping.
 import type { CustomMessage, DeliveryOptions, PiSessionService, SendFailed } from "../session/pi-session.ts"
 import type { TurnIntentStoreService } from "../store/turn-intent-store.ts"
 import { findResolvingMessage } from "./branch-repair.ts"
-import { reach } from "./crash-points.ts"
+import type { CrashPointsService } from "./crash-points.ts"
 
 /** A message this coordinator sent whose intent is not resolved yet; its claim is kept. */
 export interface Unconfirmed {
@@ -47,6 +47,11 @@ export interface DeliveryEnv {
    * recognised): the next claimant finds the message in the branch or sends it again.
    */
   readonly unconfirmed: Ref.Ref<ReadonlyMap<string, Unconfirmed>>
+  /**
+   * Test-only crash points (crash-points.ts), taken from the layer's context when it is built,
+   * so they do not depend on the context of whoever calls the coordinator; the no-op otherwise.
+   */
+  readonly crashPoints: CrashPointsService
   /** The fallback message for an intent (the factual one, or a provided `FallbackComposer`). */
   readonly composeFallback: (intent: TurnIntent) => Effect.Effect<CustomMessage>
 }
@@ -145,12 +150,12 @@ export const sendClaimed = (
     }
     const sentAt = yield* Clock.currentTimeMillis
     yield* remember(env, { intent, token, resolution, sentAt })
-    yield* reach("afterSend", intent.intentId)
+    yield* env.crashPoints.reached("afterSend", intent.intentId)
     if (findResolvingMessage(yield* env.session.branch, intent.intentId) === null) {
       return { _tag: "Unconfirmed", note: null }
     }
     const resolved = yield* resolveIntent(env, intent, token, resolution)
-    yield* reach("afterResolve", intent.intentId)
+    yield* env.crashPoints.reached("afterResolve", intent.intentId)
     if (Either.isRight(resolved)) {
       yield* forget(env, intent.intentId)
       return { _tag: "Resolved" }
@@ -190,7 +195,7 @@ export const confirmSent = (env: DeliveryEnv, idle: boolean): Effect.Effect<Conf
         if (Either.isRight(done)) {
           yield* forget(env, intent.intentId)
           resolved.push(intent.intentId)
-          yield* reach("afterResolve", intent.intentId)
+          yield* env.crashPoints.reached("afterResolve", intent.intentId)
         } else if (done.left._tag !== "StoreFailure") {
           // Resolved by another claimant, or the claim is gone: nothing more to do here.
           yield* forget(env, intent.intentId)

@@ -24,7 +24,6 @@ import type { TurnIntent } from "../domain/turn-intent.ts"
 import { MAX_LIST_LIMIT } from "../store/turn-intent-store.ts"
 import { findResolvingMessage } from "./branch-repair.ts"
 import type { SyncReport, SyncTrigger } from "./coordinator.ts"
-import { reach } from "./crash-points.ts"
 import {
   confirmSent,
   type DeliveryEnv,
@@ -70,7 +69,7 @@ export const syncPass =
         token,
         leaseMs: env.leaseMs
       })
-      if (claimed[0] !== undefined) yield* reach("afterClaim", claimed[0].intentId)
+      if (claimed[0] !== undefined) yield* env.crashPoints.reached("afterClaim", claimed[0].intentId)
       const branch = yield* env.session.branch
       const failed: string[] = []
       const letGo = (intent: TurnIntent) => releaseClaim(env, intent, token)

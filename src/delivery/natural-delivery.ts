@@ -23,7 +23,6 @@ import type { TurnIntent } from "../domain/turn-intent.ts"
 import { describeError } from "../interruption/describe-failure.ts"
 import type { SendFailed } from "../session/pi-session.ts"
 import { findResolvingMessage, isSameMessage, withTurnIntent } from "./branch-repair.ts"
-import { reach } from "./crash-points.ts"
 import type { NaturalMessage, NaturalReceipt } from "./coordinator.ts"
 import { type DeliveryEnv, releaseClaim, resolveIntent, sendClaimed, unconfirmedOf } from "./delivery-env.ts"
 
@@ -177,7 +176,7 @@ const deliver = (
         continue
       }
       const intent = claimed.right.value
-      yield* reach("afterClaim", intent.intentId)
+      yield* env.crashPoints.reached("afterClaim", intent.intentId)
       if (repaired.has(intent.intentId)) {
         // Its repair could not be stored; do not loop on it, deliver the message itself.
         yield* releaseClaim(env, intent, token)

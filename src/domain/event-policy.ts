@@ -27,7 +27,10 @@ const causeOfTerminal = {
 
 export const decide = (event: SourceEvent): PolicyDecision => {
   switch (event._tag) {
-    case "ActiveTurnInterrupted":
+    case "ActiveTurnInterrupted": {
+      // The run already ended and owes its own successor: keep that one intent, still abort.
+      const owed = event.ended === undefined ? null : decide(event.ended)
+      if (owed?._tag === "Intent") return { ...owed, abortTurn: true }
       // Persist before ctx.abort(); a recovery prompt or a new owner may still resolve it.
       return {
         _tag: "Intent",
@@ -36,6 +39,7 @@ export const decide = (event: SourceEvent): PolicyDecision => {
         abortTurn: true,
         refreshFacts: false
       }
+    }
     case "RunTerminal":
       if (event.state === "completed") {
         // The terminal turn intent of a completed run (reusing an abort's intent that no prompt

@@ -6,7 +6,7 @@
  * Terminal and handoff events that carry abort provenance reuse that provenance for the key,
  * node and attempt, so they address the very intent the abort created.
  */
-import type { PolicyDecision } from "./event-policy.ts"
+import { decide, type PolicyDecision } from "./event-policy.ts"
 import { boundReason, FACTS_SCHEMA, type FallbackFacts } from "./facts.ts"
 import { redactReason } from "./redact.ts"
 import type { SourceEventKey } from "./identity.ts"
@@ -64,6 +64,9 @@ const requestFor = (event: SourceEvent, decision: IntentDecision): IntentRequest
   const { cause, eligible } = decision
   switch (event._tag) {
     case "ActiveTurnInterrupted": {
+      // The abort of a run that already ended keeps the intent that end owes (event-policy.ts).
+      if (event.ended !== undefined && decide(event.ended)._tag === "Intent")
+        return requestFor(event.ended, decision)
       const { nodeId, attemptId, interruption } = event.provenance
       const handoff = cause === "claimLost"
       return {

@@ -40,6 +40,23 @@ export type TerminalState = "cancelled" | "timed_out" | "failed" | "completed"
 /** Transitions that never cause an automatic model turn. */
 export type QuietKind = "directCancel" | "pause" | "userHold" | "shutdown"
 
+/**
+ * The run reached a durable terminal state. A completed run's presentation is its natural
+ * successor; any other end has none.
+ */
+export interface RunTerminalEvent {
+  readonly _tag: "RunTerminal"
+  readonly run: RunRef
+  readonly state: TerminalState
+  readonly nodeId: string | null
+  readonly attemptId: string | null
+  readonly reason: string | null
+  /** Set when an earlier active-turn abort of this run is what ended it. */
+  readonly provenance: Provenance | null
+  /** The run's interruption ordinal to use when no provenance exists. */
+  readonly interruption: number
+}
+
 export type SourceEvent =
   /** An active workflow agent turn must stop now (agent cancel, step timeout, controller, claim loss). */
   | {
@@ -47,23 +64,15 @@ export type SourceEvent =
       readonly run: RunRef
       readonly provenance: Provenance & { readonly cause: ActiveTurnCause }
       readonly reason: string | null
+      /**
+       * Set when the run has already ended (another runner ended it before this one learned
+       * that its claim was lost) and that end owes its own successor turn: the abort keeps that
+       * intent instead of creating a second one for the same stop.
+       */
+      readonly ended?: RunTerminalEvent
     }
-  /**
-   * The run reached a durable terminal state. A completed run's presentation is its natural
-   * successor; any other end has none.
-   */
-  | {
-      readonly _tag: "RunTerminal"
-      readonly run: RunRef
-      readonly state: TerminalState
-      readonly nodeId: string | null
-      readonly attemptId: string | null
-      readonly reason: string | null
-      /** Set when an earlier active-turn abort of this run is what ended it. */
-      readonly provenance: Provenance | null
-      /** The run's interruption ordinal to use when no provenance exists. */
-      readonly interruption: number
-    }
+  /** The run reached a durable terminal state (see `RunTerminalEvent`). */
+  | RunTerminalEvent
   /** A queued launch could not be activated; its queue row is durably failed. */
   | { readonly _tag: "LaunchFailed"; readonly run: RunRef; readonly reason: string }
   /** Durable handoff evidence: the claim was lost and no other runner can continue. */

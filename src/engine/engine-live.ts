@@ -28,7 +28,7 @@ import { StepProgress } from "./progress.ts"
 import { runClaimed } from "./runner.ts"
 import { snapshotOf } from "./snapshot.ts"
 import { claimToken, ownerIsDead } from "./owner.ts"
-import { withLockRetries } from "./store-retry.ts"
+import { typedStore, withLockRetries } from "./store-retry.ts"
 
 import { terminalEvent } from "../interruption/run-debts.ts"
 import { runIdOf } from "./run-id.ts"
@@ -44,7 +44,7 @@ const settingsOf = (config: EngineConfig): EngineSettings => ({
 
 export const make = (config: EngineConfig = {}) =>
   Effect.gen(function* () {
-    const store = yield* RunStore
+    const store = typedStore(yield* RunStore)
     const registry = yield* WorkflowRegistry
     const coordinator = yield* Coordinator
     const events = yield* SourceEvents
@@ -54,7 +54,7 @@ export const make = (config: EngineConfig = {}) =>
     const detached = yield* FiberSet.make()
     const handles = yield* Ref.make<ReadonlyMap<string, ActiveRun>>(new Map())
     const deps: RunnerDeps = {
-      store: withLockRetries(store),
+      store: withLockRetries(store, settings.leaseMs),
       coordinator,
       events,
       settings,

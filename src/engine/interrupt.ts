@@ -52,6 +52,12 @@ export const interrupt = (
       cause = "claimLost"
       reason = "another runner took over the workflow run"
     }
+    // Ended by another runner before this one learned of its loss: when that end owes its own
+    // successor, this abort keeps that intent (no second one for the same stop) and records nothing.
+    const ended =
+      cause === "claimLost" && claim._tag === "Right" && Option.isSome(claim.right)
+        ? owedEnd(claim.right.value)
+        : null
     const memory = yield* Ref.get(run.memory)
     const provenance = {
       cause,
@@ -65,9 +71,11 @@ export const interrupt = (
       outstanding: provenance
     }))
     const write: Effect.Effect<HandoffResult | null, unknown> =
-      cause === "claimLost"
-        ? deps.store.recordHandoff(run.runId, provenance)
-        : Effect.as(deps.store.recordInterruption(run.fence, provenance), null)
+      ended !== null
+        ? Effect.succeed(null)
+        : cause === "claimLost"
+          ? deps.store.recordHandoff(run.runId, provenance)
+          : Effect.as(deps.store.recordInterruption(run.fence, provenance), null)
     const written = write.pipe(
       withLockBudget(ABORT_LOCK_BUDGET_MS),
       Effect.timeoutFail({
@@ -84,7 +92,13 @@ export const interrupt = (
       ),
       Effect.interruptible
     )
-    const publish = deps.events.publish({ _tag: "ActiveTurnInterrupted", run: run.ref, provenance, reason })
+    const publish = deps.events.publish({
+      _tag: "ActiveTurnInterrupted",
+      run: run.ref,
+      provenance,
+      reason,
+      ...(ended === null ? {} : { ended })
+    })
     const [recorded] = yield* Effect.all([Effect.exit(written), publish], { concurrency: 2 }).pipe(
       Effect.uninterruptible
     )
@@ -102,6 +116,12 @@ export const interrupt = (
     }
     return provenance
   })
+
+/** The terminal event of an ended run whose end owes a successor turn of its own, else null. */
+const owedEnd = (record: RunRecord) => {
+  const event = terminalEvent(record, null)
+  return event !== null && policy(event)._tag === "Intent" ? event : null
+}
 
 /** The successor-turn guarantee was lost for an event: keep that fact on the run (status shows it). */
 const recordLoss = (deps: RunnerDeps, run: ActiveRun, warning: string | null) =>

@@ -317,14 +317,37 @@ const renewals = (deps: RunnerDeps, run: ActiveRun) =>
     Effect.schedule(Schedule.spaced(deps.settings.renewEveryMs))
   )
 
+/**
+ * Every end carries the runner's outstanding abort (see `RunTransition`): when the abort-time
+ * provenance write failed, the row still ends up naming the intent the terminal event reuses.
+ */
+const withOutstandingAbort = (deps: RunnerDeps, run: ActiveRun): RunnerDeps => ({
+  ...deps,
+  store: {
+    ...deps.store,
+    settle: (fence, settlement) =>
+      settlement.next._tag !== "End"
+        ? deps.store.settle(fence, settlement)
+        : Effect.flatMap(Ref.get(run.memory), ({ outstanding }) =>
+            deps.store.settle(
+              fence,
+              outstanding === null || settlement.next._tag !== "End"
+                ? settlement
+                : { ...settlement, next: { ...settlement.next, abort: outstanding } }
+            )
+          )
+  }
+})
+
 /** Drive a claimed run until it ends, holds, parks or loses its claim. */
 export const runClaimed = (
-  deps: RunnerDeps,
+  runnerDeps: RunnerDeps,
   run: ActiveRun,
   steps: ReadonlyArray<StepRecord>,
   current: { readonly nodeId: string; readonly attemptId: string | null }
 ): Effect.Effect<void> =>
   Effect.gen(function* () {
+    const deps = withOutstandingAbort(runnerDeps, run)
     yield* Effect.forkScoped(renewals(deps, run))
     let next = yield* run.lock.withPermits(1)(prepare(deps, run, steps, current))
     // The first visit continues the one a dead owner left in flight: its deadline is durable.
@@ -339,7 +362,7 @@ export const runClaimed = (
   }).pipe(
     Effect.scoped,
     Effect.catchTags({
-      ClaimLost: () => Effect.asVoid(onClaimLost(deps, run)),
+      ClaimLost: () => Effect.asVoid(onClaimLost(runnerDeps, run)),
       // The claim stays until its lease expires; a later resume takes the run over.
       StoreFailure: (error) =>
         Effect.logError(`workflow run ${run.runId}: store failure, runner stopped: ${error.message}`)

@@ -1,7 +1,9 @@
 /**
- * Where the controller database lives. `PI_WORKFLOWS_DB` (an absolute path) wins; otherwise one
- * file per project under Pi's agent directory, keyed by the project's real path so symlinked
- * checkouts share one store and two projects never do.
+ * Where the controller database lives. `PI_WORKFLOWS_DB` wins: a `postgres://` or
+ * `postgresql://` URL selects a PostgreSQL database (docs/postgres.md), anything else must be an
+ * absolute SQLite file path. Otherwise one SQLite file per project under Pi's agent directory,
+ * keyed by the project's real path so symlinked checkouts share one store and two projects never
+ * do.
  */
 import { createHash } from "node:crypto"
 import { realpathSync } from "node:fs"
@@ -32,11 +34,18 @@ const realProjectPath = (cwd: string): string => {
   }
 }
 
+/** A PostgreSQL connection URL (the scheme decides; the server checks the rest when connecting). */
+export const isPostgresUrl = (value: string): boolean => /^postgres(ql)?:\/\//i.test(value)
+
+/** The SQLite file path, or the PostgreSQL URL, of the controller database. */
 export const resolveDbPath = (cwd: string, env: DbPathEnv): string => {
   const override = env.PI_WORKFLOWS_DB
   if (override !== undefined && override !== "") {
+    if (isPostgresUrl(override)) return override
     if (!isAbsolute(override)) {
-      throw new InvalidDatabasePath(`PI_WORKFLOWS_DB must be an absolute file path, got "${override}"`)
+      throw new InvalidDatabasePath(
+        `PI_WORKFLOWS_DB must be an absolute file path or a postgres:// URL, got "${override}"`
+      )
     }
     return override
   }

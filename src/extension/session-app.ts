@@ -18,7 +18,7 @@ import { collectWorkflows } from "../app/workflows.ts"
 import { builtinWorkflows } from "../builtins/index.ts"
 import type { PiSession } from "../session/pi-session.ts"
 import { parseCommand } from "../app/command-input.ts"
-import { resolveDbPath } from "./db-path.ts"
+import { isPostgresUrl, resolveDbPath } from "./db-path.ts"
 import { defaultTimeoutFromEnv } from "./default-timeout.ts"
 import { makePiBridge } from "./pi-session-live.ts"
 import { decodeToolInput } from "../app/tool-input.ts"
@@ -69,11 +69,13 @@ export const createSessionApp = (pi: ExtensionAPI): SessionApp => {
     opening ??= (async () => {
       const set = collectWorkflows(builtinWorkflows, await loadWorkflowFiles(ctx.cwd))
       for (const error of set.errors) notify(ctx, `workflow load error: ${error}`, "error")
-      const filename = resolveDbPath(ctx.cwd, process.env)
-      mkdirSync(dirname(filename), { recursive: true })
+      const location = resolveDbPath(ctx.cwd, process.env)
+      if (!isPostgresUrl(location)) mkdirSync(dirname(location), { recursive: true })
       const defaultTimeoutMs = defaultTimeoutFromEnv(process.env)
       const layer = layerApp({
-        database: { filename, busyTimeoutMs: BUSY_TIMEOUT_MS },
+        database: isPostgresUrl(location)
+          ? { url: location, busyTimeoutMs: BUSY_TIMEOUT_MS }
+          : { filename: location, busyTimeoutMs: BUSY_TIMEOUT_MS },
         workflows: set.entries,
         ...(defaultTimeoutMs === undefined ? {} : { engine: { defaultTimeoutMs } })
       }).pipe(Layer.provideMerge(bridge.layer))

@@ -26,7 +26,7 @@ import { executeFailed, isBusyError, makeConnection, retryBusy, withLockBudget }
 import { asStoreFailure, storeFailure } from "./store-errors.ts"
 
 /** The lock budget helpers (`sqlite-connection.ts`), part of this module's public surface. */
-export { ABORT_LOCK_BUDGET_MS, withLockBudget } from "./sqlite-connection.ts"
+export { ABORT_LOCK_BUDGET_MS, currentLockBudget, withLockBudget } from "./sqlite-connection.ts"
 
 export interface DatabaseOptions {
   /** Absolute path of the SQLite file (created when missing). */
@@ -126,6 +126,8 @@ const legacyCheck = (sql: SqlClient.SqlClient, filename: string) =>
 export const legacyLaunchFailures: Effect.Effect<number, StoreFailure, SqlClient.SqlClient> = Effect.gen(
   function* () {
     const sql = yield* SqlClient.SqlClient
+    // The alpha table only ever existed in SQLite files.
+    if (sql.onDialectOrElse({ pg: () => true, orElse: () => false })) return 0
     const tables = yield* sql<{ name: string }>`
       SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'workflow_notifications'`
     if (tables.length === 0) return 0

@@ -272,6 +272,13 @@ export const make = Effect.gen(function* () {
                 updated_at = ${now} WHERE run_id = ${fence.runId}`
             break
           case "End":
+            if (t.abort !== undefined) {
+              const p = t.abort
+              yield* sql`UPDATE workflow_runs SET abort_cause = ${p.cause}, abort_node_id = ${p.nodeId},
+                  abort_attempt_id = ${p.attemptId}, abort_interruption = ${p.interruption}, abort_pending = 1,
+                  interruptions = max(interruptions, ${p.interruption + 1})
+                WHERE run_id = ${fence.runId} AND abort_pending = 0`
+            }
             // A run never ends with a request still open.
             yield* sql`UPDATE workflow_requests SET state = 'closed', closed_reason = ${`run ${t.state}`},
                 ended_at = ${now} WHERE run_id = ${fence.runId} AND state = 'open'`

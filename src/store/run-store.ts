@@ -186,6 +186,12 @@ export type RunTransition =
       readonly state: TerminalRunState
       readonly result?: unknown
       readonly error?: RunError
+      /**
+       * The runner's outstanding abort, whose own write may not have landed: recorded with the
+       * end unless the row already has one pending, so whoever recomputes the run's debt from
+       * the row (reconciliation) addresses the same intent as the runner's terminal event.
+       */
+      readonly abort?: Provenance
     }
   /** Release the claim; a later resume continues (and reruns an interrupted visit). */
   | { readonly _tag: "Park"; readonly reason: string }

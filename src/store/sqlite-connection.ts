@@ -7,8 +7,26 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlError from "@effect/sql/SqlError"
 import type { Connection } from "@effect/sql/SqlConnection"
-import type Sqlite from "better-sqlite3"
 import { Clock, Context, Duration, Effect, FiberRef, Schedule, Stream } from "effect"
+
+/**
+ * What this module uses of a better-sqlite3 statement and database. Structural on purpose: the
+ * library's published declarations then do not name the driver's types, which a downstream
+ * strict project without @types/better-sqlite3 could not resolve.
+ */
+export interface DriverStatement {
+  readonly reader: boolean
+  safeIntegers(toggle?: boolean): this
+  raw(toggle?: boolean): this
+  all(...params: ReadonlyArray<unknown>): Array<unknown>
+  run(...params: ReadonlyArray<unknown>): unknown
+}
+
+export interface DriverDatabase {
+  readonly inTransaction: boolean
+  prepare(text: string): DriverStatement
+  exec(text: string): unknown
+}
 
 const isRow = (row: unknown): row is object => typeof row === "object" && row !== null
 
@@ -20,6 +38,9 @@ export const executeFailed = (cause: unknown) =>
  * the database's `busyTimeoutMs`. `urgent` lowers it for the writes an abort must not wait on.
  */
 const busyBudget = FiberRef.unsafeMake<number | null>(null)
+
+/** The current fiber's lock budget (ms), null for the database default; other backends honour it too. */
+export const currentLockBudget: Effect.Effect<number | null> = FiberRef.get(busyBudget)
 
 /**
  * Run `effect` with its statements waiting at most `ms` for another connection's lock (a
@@ -57,7 +78,7 @@ const LOCK_POLL = Duration.millis(5)
  * is outside and is retried).
  */
 export const retryBusy =
-  (db: Sqlite.Database, defaultBudgetMs: number) =>
+  (db: DriverDatabase, defaultBudgetMs: number) =>
   <A>(effect: Effect.Effect<A, SqlError.SqlError>): Effect.Effect<A, SqlError.SqlError> =>
     Effect.flatMap(FiberRef.get(busyBudget), (budget) => {
       const ms = budget ?? defaultBudgetMs
@@ -76,11 +97,11 @@ const PREPARE_CACHE_SIZE = 200
 
 /** The @effect/sql connection over the handle (what @effect/sql-sqlite-node builds, minus its extras). */
 export const makeConnection = (
-  db: Sqlite.Database,
+  db: DriverDatabase,
   waitForLock: <A>(effect: Effect.Effect<A, SqlError.SqlError>) => Effect.Effect<A, SqlError.SqlError>
 ): Connection => {
-  const cache = new Map<string, Sqlite.Statement>()
-  const prepared = (text: string): Sqlite.Statement => {
+  const cache = new Map<string, DriverStatement>()
+  const prepared = (text: string): DriverStatement => {
     const cached = cache.get(text)
     if (cached !== undefined) {
       // Re-insert: Map order is then least recently used first.
@@ -98,8 +119,8 @@ export const makeConnection = (
   }
   /** Step a statement in the calling fiber, honouring `SqlClient.SafeIntegers` as sql-sqlite-node does. */
   const step = <A>(
-    statement: () => Sqlite.Statement,
-    use: (statement: Sqlite.Statement) => A
+    statement: () => DriverStatement,
+    use: (statement: DriverStatement) => A
   ): Effect.Effect<A, SqlError.SqlError> =>
     waitForLock(
       Effect.withFiberRuntime((fiber) => {
@@ -115,7 +136,7 @@ export const makeConnection = (
   type Transform = (<A extends object>(rows: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined
   const rows =
     (params: ReadonlyArray<unknown>, transformRows: Transform) =>
-    (s: Sqlite.Statement): ReadonlyArray<object> => {
+    (s: DriverStatement): ReadonlyArray<object> => {
       if (!s.reader) {
         s.run(...params)
         return []
@@ -125,7 +146,7 @@ export const makeConnection = (
     }
   const values =
     (params: ReadonlyArray<unknown>) =>
-    (s: Sqlite.Statement): ReadonlyArray<ReadonlyArray<unknown>> => {
+    (s: DriverStatement): ReadonlyArray<ReadonlyArray<unknown>> => {
       if (!s.reader) {
         s.run(...params)
         return []

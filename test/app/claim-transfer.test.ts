@@ -12,7 +12,7 @@ import { Engine } from "../../src/engine/engine.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { layerFake, PiSessionFake } from "../../src/testing.ts"
-import { tempDbPath } from "../support/temp-db.ts"
+import { appDatabase, freshLocation } from "../support/backend.ts"
 import { eventually, FALLBACK, STEP } from "./support.ts"
 
 /** While set, the prompt of node `ask` waits for it and then throws (B fails before prompting). */
@@ -40,7 +40,7 @@ const instance = (filename: string, engine: { leaseMs: number; renewEveryMs: num
   Effect.map(
     Layer.build(
       layerApp({
-        database: { filename },
+        database: appDatabase(filename),
         workflows: [flow],
         engine,
         core: { coordinator: { syncIntervalMs: null } },
@@ -64,7 +64,7 @@ describe("claim transfer between two app instances on one file", () => {
     it.live(`${origin}-started run: one claim-loss intent, reused and made eligible by the new owner`, () =>
       Effect.gen(function* () {
         gate = null
-        const filename = yield* tempDbPath
+        const filename = yield* freshLocation
         // A renews rarely: its lease runs out, B takes over, and A's next renewal finds the loss.
         const a = yield* instance(filename, { leaseMs: 150, renewEveryMs: 600 })
         const b = yield* instance(filename, { leaseMs: 60_000, renewEveryMs: 20_000 })

@@ -16,13 +16,13 @@ import { RunStore } from "../../src/store/run-store.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { sampleIntent } from "../support/fixtures.ts"
-import { tempDbPath } from "../support/temp-db.ts"
+import { appDatabase, freshLocation } from "../support/backend.ts"
 import { eventually, FALLBACK, greet, PRESENTATION, STEP } from "./support.ts"
 
 const appOn = (filename: string) =>
   Layer.build(
     layerApp({
-      database: { filename },
+      database: appDatabase(filename),
       workflows: [greet],
       core: { coordinator: { syncIntervalMs: null } },
       maintenanceIntervalMs: null
@@ -64,7 +64,7 @@ const newRun = (runId: string) => ({
 describe("a restarted session", () => {
   it.live("keeps the user's hold: no fallback, no launch until resume", () =>
     Effect.gen(function* () {
-      const filename = yield* tempDbPath
+      const filename = yield* freshLocation
       yield* inProcess(filename, (context) =>
         Effect.gen(function* () {
           yield* runTool({ _tag: "start", workflow: "greet" })
@@ -90,7 +90,7 @@ describe("a restarted session", () => {
 
   it.live("pays a failed run's debt a crash left unwritten, and makes stranded intents eligible, once", () =>
     Effect.gen(function* () {
-      const filename = yield* tempDbPath
+      const filename = yield* freshLocation
       yield* inProcess(filename, (context) =>
         Effect.gen(function* () {
           const runs = Context.get(context, RunStore)
@@ -145,7 +145,7 @@ describe("a restarted session", () => {
 
   it.live("a completed run whose terminal intent a crash left unwritten gets one fallback turn, once", () =>
     Effect.gen(function* () {
-      const filename = yield* tempDbPath
+      const filename = yield* freshLocation
       yield* inProcess(filename, (context) =>
         Effect.gen(function* () {
           const runs = Context.get(context, RunStore)
@@ -186,7 +186,7 @@ describe("a restarted session", () => {
 
   it.live("a completed run an earlier version already presented (no intent) owes nothing", () =>
     Effect.gen(function* () {
-      const filename = yield* tempDbPath
+      const filename = yield* freshLocation
       yield* inProcess(filename, (context) =>
         Effect.gen(function* () {
           const runs = Context.get(context, RunStore)
@@ -213,7 +213,7 @@ describe("a restarted session", () => {
 
   it.live("takes over a run whose owner process is dead, before its lease expires", () =>
     Effect.gen(function* () {
-      const filename = yield* tempDbPath
+      const filename = yield* freshLocation
       // A process that has exited: its pid names a dead owner on this machine.
       const child = spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"], {
         encoding: "utf8"

@@ -2,7 +2,7 @@
 import { Effect, Layer, Schedule } from "effect"
 import { layerApp } from "../../src/app/layers.ts"
 import { layerFake, PiSessionFake } from "../../src/testing.ts"
-import { tempDbPath } from "../support/temp-db.ts"
+import { freshLocation, isPgLocation } from "../support/backend.ts"
 
 export const STEP = "pi-workflows-agent-step"
 export const PRESENTATION = "pi-workflows-presentation"
@@ -30,12 +30,12 @@ export const crashFirst = {
   edges: []
 }
 
-/** The app on a temp file, with the fake session; the layer's scope owns both. */
+/** The app on a fresh database of the test backend, with the fake session; the layer's scope owns both. */
 export const buildApp = (workflows: ReadonlyArray<unknown> = [greet, crashFirst]) =>
   Layer.unwrapScoped(
-    Effect.map(tempDbPath, (filename) =>
+    Effect.map(freshLocation, (location) =>
       layerApp({
-        database: { filename },
+        database: isPgLocation(location) ? { url: location } : { filename: location },
         workflows,
         core: { coordinator: { syncIntervalMs: null } },
         maintenanceIntervalMs: null

@@ -343,6 +343,19 @@ describe("pi-workflow-turns (the bin)", () => {
     expect(JSON.parse(result.stdout)).toHaveLength(2)
   })
 
+  // Reading a PostgreSQL store is test/cli/cli-pg.test.ts (postgres project); here no server answers.
+  it("a PostgreSQL URL no server answers (PI_WORKFLOWS_DB or --db): one clear line, exit 2", async () => {
+    const url = "postgresql://pi@127.0.0.1:1/pw"
+    for (const result of [
+      await cli(["runs"], { PI_WORKFLOWS_DB: url }),
+      await cli(["doctor", "--db", url])
+    ]) {
+      expect(result.code).toBe(2)
+      expectOneLine(result)
+      expect(result.stderr).toContain("cannot connect to PostgreSQL at postgresql://pi@127.0.0.1:1/pw")
+    }
+  })
+
   it("bad input: one clear line and a non-zero exit, never a stack trace", async () => {
     const notDb = join(dir, "notes.txt")
     writeFileSync(notDb, "these are not the tables you are looking for\n".repeat(100))

@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Scope, TestClock } from "effect"
 import type { SourceEvent } from "../../src/domain/source-event.ts"
 import { makeKit, newRun } from "../notifications/kit.ts"
-import { tempDbPath } from "../support/temp-db.ts"
+import { freshLocation, joinAdvancing, whenDone } from "../support/backend.ts"
 import type { Harness } from "./harness.ts"
 import {
   FALLBACK,
@@ -58,7 +58,7 @@ describe("conformance: one intent produces at most one successor message", () =>
       yield* h.events.publish(terminal("timed_out", provenance("timedOut")))
       const natural = yield* Effect.fork(h.coordinator.deliverNatural(prompt("recovery step")))
       yield* h.settle(true)
-      yield* Fiber.join(natural)
+      yield* joinAdvancing(natural)
       yield* h.coordinator.onSessionStart
       yield* h.settle()
       yield* h.coordinator.syncFallbacks("periodic")
@@ -103,7 +103,7 @@ describe("conformance: an agent self-cancel receives one fallback after settleme
       expect(yield* h.fake.sent).toEqual([])
       yield* h.events.publish(terminal("cancelled", provenance("agentCancelled")))
       yield* TestClock.adjust(2_000)
-      expect(yield* h.sentOfType(FALLBACK)).toHaveLength(1)
+      expect(yield* whenDone(h.sentOfType(FALLBACK), (sent) => sent.length > 0)).toHaveLength(1)
       yield* h.fake.settle()
       yield* TestClock.adjust(20_000)
       expect(yield* h.sentOfType(FALLBACK)).toHaveLength(1)
@@ -293,7 +293,7 @@ describe("conformance: polling, restart, lease expiry, and send-before-resolutio
 
   it.scoped("send before resolution, then a crash: the restarted coordinator repairs without sending", () =>
     Effect.gen(function* () {
-      const dbPath = yield* tempDbPath
+      const dbPath = yield* freshLocation
       const firstScope = yield* Scope.make()
       const first = yield* Scope.extend(
         makeHarness({ path: dbPath, coordinator: { resolveAttempts: 1 } }),

@@ -14,10 +14,10 @@ import { SourceEvents } from "../../src/interruption/source-events.ts"
 import { type FakeOptions, layerFake, PiSessionFake } from "../../src/session/pi-session-fake.ts"
 import { PiSession } from "../../src/session/pi-session.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
-import { layerSqlite } from "../../src/store/turn-intent-store-sqlite.ts"
+import * as TurnIntentStoreSqlite from "../../src/store/turn-intent-store-sqlite.ts"
 import * as StoreFaults from "../../src/testing/store-faults.ts"
 import type { StoreFaultsControl, StoreOperation } from "../../src/testing/store-faults.ts"
-import { tempDbPath } from "../support/temp-db.ts"
+import { databaseLayerAt, freshLocation } from "../support/backend.ts"
 
 /** `fail`: every call fails; `hang`: every call never answers; a number: fail that many calls. */
 export type Fault = "fail" | "hang" | number
@@ -50,8 +50,10 @@ export interface HarnessOptions {
 
 export const makeHarness = (options: HarnessOptions = {}) =>
   Effect.gen(function* () {
-    const path = options.path ?? (yield* tempDbPath)
-    const storeContext = yield* Layer.build(layerSqlite({ filename: path }))
+    const path = options.path ?? (yield* freshLocation)
+    const storeContext = yield* Layer.build(
+      TurnIntentStoreSqlite.layer.pipe(Layer.provideMerge(databaseLayerAt(path)))
+    )
     const { store, control: faults } = yield* StoreFaults.make(Context.get(storeContext, TurnIntentStore))
     const sessionContext =
       options.sessionOf?.sessionContext ??

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Scope, TestClock } from "effect"
-import { tempDbPath } from "../support/temp-db.ts"
+import { freshLocation } from "../support/backend.ts"
 import { FALLBACK, interrupted, makeHarness, prompt, provenance, run, terminal } from "./harness.ts"
 
 describe("two coordinators on one database", () => {
@@ -34,7 +34,9 @@ describe("two coordinators on one database", () => {
     })
   )
 
-  it.scoped(
+  // Live clock: the natural delivery waits (Clock.sleep) for the fallback's claim to end, and on
+  // PostgreSQL that claim ends after real I/O, which a TestClock that no one adjusts never sees.
+  it.scopedLive(
     "a natural prompt in one process and a fallback in another: one carries the intent, none is lost",
     () =>
       Effect.gen(function* () {
@@ -93,7 +95,7 @@ describe("send failure, lease expiry, restart, busy session", () => {
 
   it.scoped("restart with pending eligible intents: session start delivers them one turn at a time", () =>
     Effect.gen(function* () {
-      const path = yield* tempDbPath
+      const path = yield* freshLocation
       const firstScope = yield* Scope.make()
       const first = yield* Scope.extend(makeHarness({ path }), firstScope)
       yield* first.fake.setShuttingDown(true) // the old process was closing: nothing was sent

@@ -1,11 +1,14 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Either, Layer, Option, TestClock } from "effect"
 import { RunStore, type NewRun } from "../../src/store/run-store.ts"
-import { layerSqlite } from "../../src/store/run-store-sqlite.ts"
-import { tempDbPath } from "../support/temp-db.ts"
+import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
+import { databaseLayerAt, freshLocation } from "../support/backend.ts"
 
 const openStore = (filename: string) =>
-  Effect.map(Layer.build(layerSqlite({ filename })), (context) => Context.get(context, RunStore))
+  Effect.map(
+    Layer.build(RunStoreSqlite.layer.pipe(Layer.provideMerge(databaseLayerAt(filename)))),
+    (context) => Context.get(context, RunStore)
+  )
 
 const newRun = (runId: string, sessionId = "s1"): NewRun => ({
   runId,
@@ -33,7 +36,7 @@ const receipt = (runId: string, requestId: string, attemptId: string) => ({
 describe("RunStore (SQLite)", () => {
   it.scoped("reserve enqueues one run per session and refuses a second without writing", () =>
     Effect.gen(function* () {
-      const store = yield* openStore(yield* tempDbPath)
+      const store = yield* openStore(yield* freshLocation)
       const run = yield* store.reserve(newRun("r1"))
       expect(run.state).toBe("queued")
       expect(run.currentNodeId).toBe("first")
@@ -51,7 +54,7 @@ describe("RunStore (SQLite)", () => {
 
   it.scoped("claims: activate once, resume only without a live claim, never a terminal run", () =>
     Effect.gen(function* () {
-      const store = yield* openStore(yield* tempDbPath)
+      const store = yield* openStore(yield* freshLocation)
       yield* store.reserve(newRun("r1"))
       const claimed = yield* store.claim({ runId: "r1", token: "t1", leaseMs: 1_000, mode: "activate" })
       expect(claimed.state).toBe("running")
@@ -89,7 +92,7 @@ describe("RunStore (SQLite)", () => {
 
   it.scoped("fencing: a runner that lost its claim writes nothing (two connections, one file)", () =>
     Effect.gen(function* () {
-      const filename = yield* tempDbPath
+      const filename = yield* freshLocation
       const a = yield* openStore(filename)
       const b = yield* openStore(filename)
       yield* a.reserve(newRun("r1"))
@@ -145,7 +148,7 @@ describe("RunStore (SQLite)", () => {
 
   it.scoped("submit answers the request and ends the step ok in one transaction", () =>
     Effect.gen(function* () {
-      const store = yield* openStore(yield* tempDbPath)
+      const store = yield* openStore(yield* freshLocation)
       yield* store.reserve(newRun("r1"))
       yield* store.claim({ runId: "r1", token: "t", leaseMs: 60_000, mode: "activate" })
       const fence = { runId: "r1", token: "t" }
@@ -180,7 +183,7 @@ describe("RunStore (SQLite)", () => {
 
   it.scoped("pause and cancel act at once without a live claim and only flag a live owner", () =>
     Effect.gen(function* () {
-      const store = yield* openStore(yield* tempDbPath)
+      const store = yield* openStore(yield* freshLocation)
       yield* store.reserve(newRun("r1"))
       expect((yield* store.requestPause("r1"))._tag).toBe("Refused")
       yield* store.claim({ runId: "r1", token: "t", leaseMs: 1_000, mode: "activate" })

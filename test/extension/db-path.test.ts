@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { agentDir, InvalidDatabasePath, resolveDbPath } from "../../src/extension/db-path.ts"
+import { agentDir, InvalidDatabasePath, isPostgresUrl, resolveDbPath } from "../../src/extension/db-path.ts"
 
 const root = mkdtempSync(join(tmpdir(), "pwt-dbpath-"))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
@@ -10,6 +10,19 @@ afterAll(() => rmSync(root, { recursive: true, force: true }))
 describe("controller database path", () => {
   it("uses PI_WORKFLOWS_DB when it is absolute", () => {
     expect(resolveDbPath("/x", { PI_WORKFLOWS_DB: "/tmp/a.db" })).toBe("/tmp/a.db")
+  })
+
+  it("selects PostgreSQL for a postgres:// or postgresql:// URL, passed through unchanged", () => {
+    for (const url of [
+      "postgres://u@db.example/pw",
+      "postgresql://u:secret@10.0.0.5:5432/pw?sslmode=require"
+    ]) {
+      expect(resolveDbPath("/x", { PI_WORKFLOWS_DB: url })).toBe(url)
+      expect(isPostgresUrl(url)).toBe(true)
+    }
+    // Anything else is a SQLite path, checked as one.
+    expect(isPostgresUrl("/tmp/postgres.db")).toBe(false)
+    expect(() => resolveDbPath("/x", { PI_WORKFLOWS_DB: "mysql://u@h/db" })).toThrow(InvalidDatabasePath)
   })
 
   it("rejects a relative PI_WORKFLOWS_DB with a clear error", () => {

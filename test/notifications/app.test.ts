@@ -13,7 +13,7 @@ import { NotificationStore } from "../../src/store/notification-store.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { eventually, lastRequestId, PRESENTATION, sentOfType, STEP } from "../app/support.ts"
-import { tempDbPath } from "../support/temp-db.ts"
+import { appDatabase, freshLocation } from "../support/backend.ts"
 
 const reporter = {
   name: "reporter",
@@ -44,9 +44,9 @@ const careless = {
 
 /** The app with a long rate window, so which reports coalesce does not depend on the machine's speed. */
 const app = Layer.unwrapScoped(
-  Effect.map(tempDbPath, (filename) =>
+  Effect.map(freshLocation, (filename) =>
     layerApp({
-      database: { filename },
+      database: appDatabase(filename),
       workflows: [reporter, careless],
       core: { coordinator: { syncIntervalMs: null } },
       notifications: { minIntervalMs: 60_000 }

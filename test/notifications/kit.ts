@@ -12,12 +12,11 @@ import * as NotifierLive from "../../src/notifications/notifier.ts"
 import { Notifier } from "../../src/notifications/notifier.ts"
 import { layerFake, PiSessionFake } from "../../src/session/pi-session-fake.ts"
 import type { PiSession } from "../../src/session/pi-session.ts"
-import { Database } from "../../src/store/database.ts"
 import { NotificationStore } from "../../src/store/notification-store.ts"
 import * as NotificationStoreSqlite from "../../src/store/notification-store-sqlite.ts"
 import { type NewRun, RunStore } from "../../src/store/run-store.ts"
 import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
-import { tempDbPath } from "../support/temp-db.ts"
+import { databaseLayerAt, freshLocation } from "../support/backend.ts"
 
 export const newRun = (runId: string, sessionId = "s1"): NewRun => ({
   runId,
@@ -41,10 +40,10 @@ export interface KitOptions {
 
 export const makeKit = (options: KitOptions = {}) =>
   Effect.gen(function* () {
-    const path = options.path ?? (yield* tempDbPath)
+    const path = options.path ?? (yield* freshLocation)
     const sessionContext = options.sessionContext ?? (yield* Layer.build(layerFake({ sessionId: "s1" })))
     const stores = Layer.mergeAll(RunStoreSqlite.layer, NotificationStoreSqlite.layer).pipe(
-      Layer.provideMerge(Database.layer({ filename: path }))
+      Layer.provideMerge(databaseLayerAt(path))
     )
     const services = NotificationsLive.layer(
       options.minIntervalMs === undefined ? {} : { minIntervalMs: options.minIntervalMs }

@@ -3,6 +3,7 @@ import Sqlite from "better-sqlite3"
 import { Effect, Either, Fiber, TestClock } from "effect"
 import { finalNotificationId } from "../../src/notifications/final-on-end.ts"
 import { NOTIFICATION_SCHEMA, type NotificationPayload } from "../../src/store/notification-store.ts"
+import { isPgLocation, pgQuery, whenDone } from "../support/backend.ts"
 import { makeKit, newRun } from "./kit.ts"
 
 const texts = (payloads: ReadonlyArray<{ readonly payload: NotificationPayload }>) =>
@@ -30,11 +31,13 @@ describe("progress reports", () => {
       yield* TestClock.adjust("1 millis")
       yield* drain
       // "two" was replaced while held: only the newest report of the window is stored.
-      expect(texts(yield* k.store.list({ runId: "r1", limit: 10 }))).toEqual(["one", "three"])
+      const held = whenDone(k.store.list({ runId: "r1", limit: 10 }), (rows) => rows.length >= 2)
+      expect(texts(yield* held)).toEqual(["one", "three"])
       // The window runs from the newest stored report.
       expect((yield* k.notifications.progress(report("r1", "four"))).status).toBe("coalesced")
       yield* TestClock.adjust("1 seconds")
       yield* drain
+      yield* whenDone(k.store.list({ runId: "r1", limit: 10 }), (rows) => rows.length >= 3)
       yield* TestClock.adjust("5 seconds")
       expect((yield* k.notifications.progress(report("r1", "five"))).status).toBe("stored")
       const stored = yield* k.store.list({ runId: "r1", limit: 10 })
@@ -252,13 +255,14 @@ describe("delivery", () => {
   it.scoped("a row that does not decode (an alpha-era payload) is skipped, not fatal", () =>
     Effect.gen(function* () {
       const k = yield* makeKit()
-      const raw = new Sqlite(k.path)
-      raw
-        .prepare(
-          "INSERT INTO workflow_notifications VALUES ('old', 'r0', 's1', 'progress', '{\"message\":\"alpha\"}', '1970-01-01T00:00:00.000Z', NULL)"
-        )
-        .run()
-      raw.close()
+      const alphaRow =
+        "INSERT INTO workflow_notifications VALUES ('old', 'r0', 's1', 'progress', '{\"message\":\"alpha\"}', '1970-01-01T00:00:00.000Z', NULL)"
+      if (isPgLocation(k.path)) yield* Effect.promise(() => pgQuery(k.path, alphaRow))
+      else {
+        const raw = new Sqlite(k.path)
+        raw.prepare(alphaRow).run()
+        raw.close()
+      }
       yield* k.store.insert({
         notificationId: "new",
         runId: "r1",

@@ -1,8 +1,9 @@
-/** The messages between race.test.ts and its worker processes, decoded on both ends. */
+/** The messages between intent-race.test.ts and its worker processes, decoded on both ends. */
 import { Schema } from "effect"
 
 export const WorkerConfig = Schema.Struct({
-  dbPath: Schema.String,
+  /** A SQLite file path or a PostgreSQL URL (test/races/location.ts). */
+  location: Schema.String,
   worker: Schema.String,
   seed: Schema.Number,
   durationMs: Schema.Number,
@@ -13,6 +14,22 @@ export type WorkerConfig = typeof WorkerConfig.Type
 
 export const WorkerReport = Schema.Union(
   Schema.Struct({ type: Schema.Literal("ready"), worker: Schema.String, pid: Schema.Number }),
+  /** A claim the store granted: it holds from `expiresAt - leaseMs` (the store's now) to `expiresAt`. */
+  Schema.Struct({
+    type: Schema.Literal("claimed"),
+    worker: Schema.String,
+    intentId: Schema.String,
+    token: Schema.String,
+    leaseMs: Schema.Number,
+    expiresAt: Schema.Number
+  }),
+  /** The claim was given back before its lease ended: a later claim may overlap it. */
+  Schema.Struct({
+    type: Schema.Literal("released"),
+    worker: Schema.String,
+    intentId: Schema.String,
+    token: Schema.String
+  }),
   Schema.Struct({
     type: Schema.Literal("resolved"),
     worker: Schema.String,

@@ -1,18 +1,19 @@
 /**
- * One competitor in the cross-process race (spawned by race.test.ts, never run by vitest).
+ * One competitor in the cross-process race (spawned by intent-race.test.ts, never run by vitest).
  *
- * Opens the shared database, reports `ready`, waits for `go` on stdin, then claims intents with
+ * Opens the shared database (a SQLite file or a PostgreSQL URL), reports `ready`, waits for `go` on stdin, then claims intents with
  * both claim operations until none is pending or its time is up. A claim is resolved, released,
  * abandoned (its short lease left to expire) or held past its lease before resolving. Every
- * successful resolve is reported as one JSON line on stdout; store failures are reported too.
+ * granted claim, early release and successful resolve is reported as one JSON line on stdout;
+ * store failures are reported too.
  * Uses the real clock, so leases really expire.
  */
 import { Effect, Layer, Option, Random } from "effect"
 import type { TurnIntent } from "../../src/domain/turn-intent.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
-import { layerSqlite } from "../../src/store/turn-intent-store-sqlite.ts"
 import { decodeConfig, type WorkerConfig, type WorkerReport } from "./intent-protocol.ts"
 import { pick, reportLine, waitForGo } from "./kit.ts"
+import { storesAt } from "./location.ts"
 
 const report = (line: WorkerReport) => reportLine(line)
 
@@ -78,6 +79,16 @@ const compete = (config: WorkerConfig) =>
         )
       }
       count("claimed", claimed.length)
+      for (const intent of claimed) {
+        yield* report({
+          type: "claimed",
+          worker: config.worker,
+          intentId: intent.intentId,
+          token,
+          leaseMs,
+          expiresAt: intent.deliveryClaimExpiresAt ?? 0
+        })
+      }
       if (claimed.length === 0) {
         const pending = yield* guarded(
           Effect.map(store.list({ state: "pending", limit: 1 }), (found) => found.length),
@@ -91,7 +102,10 @@ const compete = (config: WorkerConfig) =>
         const roll = yield* Random.nextIntBetween(0, 100)
         if (roll < 8) {
           const released = yield* guarded(store.release({ intentId: intent.intentId, token }), false)
-          if (released) count("released")
+          if (released) {
+            count("released")
+            yield* report({ type: "released", worker: config.worker, intentId: intent.intentId, token })
+          }
           continue
         }
         if (roll < 16) {
@@ -123,7 +137,7 @@ const compete = (config: WorkerConfig) =>
 const config = decodeConfig(process.argv[2] ?? "")
 const program = compete(config).pipe(
   Effect.withRandom(Random.make(config.seed)),
-  Effect.provide(Layer.orDie(layerSqlite({ filename: config.dbPath })))
+  Effect.provide(Layer.orDie(storesAt(config.location)))
 )
 Effect.runPromise(program).catch((error: unknown) => {
   process.stderr.write(`race worker ${config.worker} failed: ${String(error)}\n`)

@@ -2,7 +2,8 @@
 import { Schema } from "effect"
 
 export const WorkerConfig = Schema.Struct({
-  dbPath: Schema.String,
+  /** A SQLite file path or a PostgreSQL URL (test/races/location.ts). */
+  location: Schema.String,
   worker: Schema.String,
   seed: Schema.Number,
   durationMs: Schema.Number,

@@ -1,26 +1,25 @@
 /**
  * Cross-process race over runs and turn intents at once: several real Node processes on one
- * database file claim, renew, expire, park and end the same runs while they claim, resolve,
+ * database (a SQLite file, or a PostgreSQL database in the `postgres` project) claim, renew, expire, park and end the same runs while they claim, resolve,
  * release and abandon the same intents. Judged from the database itself:
  *
  * - runs: no double ownership (once another claimant has written to a run, an earlier one never
  *   writes to it again), every accepted write is stored and nothing else is, every run ends
  *   exactly once, none is lost;
  * - intents: each resolved exactly once, by the reported winner, none lost;
- * - no store failure of any kind (SQLITE_BUSY included).
+ * - no store failure of any kind (SQLITE_BUSY and serialization failures included).
  */
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
-import { layerStores } from "../../src/app/layers.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { collect, spawnNode } from "../support/node-child.ts"
 import { startBarrier } from "./kit.ts"
 import { sampleFacts, sampleIntent } from "../support/fixtures.ts"
-import { queryRows, rawDb } from "../support/store.ts"
-import { tempDbPath } from "../support/temp-db.ts"
+import { backend, freshLocation } from "../support/backend.ts"
 import { decodeReport, type WorkerConfig, type WorkerReport } from "./mixed-protocol.ts"
+import { rowsAt, storesAt } from "./location.ts"
 
 const WORKERS = Number(process.env.RACE_WORKERS ?? 4)
 const RUNS = Number(process.env.RACE_RUNS ?? 16)
@@ -48,10 +47,10 @@ const parse = (worker: string, stdout: string): ReadonlyArray<WorkerReport> =>
       }
     })
 
-const seed = (dbPath: string) =>
+const seed = (location: string) =>
   Effect.scoped(
     Effect.gen(function* () {
-      const context = yield* Layer.build(layerStores({ filename: dbPath }))
+      const context = yield* Layer.build(storesAt(location))
       const runs = yield* Effect.provide(RunStore, context)
       const intents = yield* Effect.provide(TurnIntentStore, context)
       for (const [i, runId] of runIds.entries()) {
@@ -86,15 +85,15 @@ const seed = (dbPath: string) =>
 
 describe("cross-process race over runs and intents", () => {
   it.live(
-    `${WORKERS} processes × ${RUNS} runs + ${INTENTS} intents: no double ownership, no duplicate, nothing lost`,
+    `${WORKERS} processes × ${RUNS} runs + ${INTENTS} intents (${backend}): no double ownership, no duplicate, nothing lost`,
     () =>
       Effect.scoped(
         Effect.gen(function* () {
-          const dbPath = yield* tempDbPath
-          yield* seed(dbPath)
+          const location = yield* freshLocation
+          yield* seed(location)
           const children = Array.from({ length: WORKERS }, (_, i) => {
             const config: WorkerConfig = {
-              dbPath,
+              location,
               worker: `w${i}`,
               seed: 7_000 + i,
               durationMs: DURATION_MS,
@@ -132,10 +131,9 @@ describe("cross-process race over runs and intents", () => {
           const errors = reports.filter((r) => r.type === "error")
           expect(errors).toEqual([])
 
-          const db = yield* rawDb(dbPath)
           // Runs: what the database holds against what the workers were told was accepted.
-          const steps = queryRows(
-            db,
+          const steps = yield* rowsAt(
+            location,
             Schema.Struct({ run_id: Schema.String, seq: Schema.Number, attempt_id: Schema.String }),
             "SELECT run_id, seq, attempt_id FROM workflow_steps ORDER BY run_id, seq"
           )
@@ -150,8 +148,8 @@ describe("cross-process race over runs and intents", () => {
             const segments = tokens.filter((token, i) => i === 0 || tokens[i - 1] !== token)
             doubleOwnership += segments.length - new Set(segments).size
           }
-          const runRows = queryRows(
-            db,
+          const runRows = yield* rowsAt(
+            location,
             Schema.Struct({ run_id: Schema.String, state: Schema.String, claims: Schema.Number }),
             "SELECT run_id, state, claims FROM workflow_runs"
           )
@@ -165,8 +163,8 @@ describe("cross-process race over runs and intents", () => {
           for (const r of resolved)
             perIntent.set(r.intentId, [...(perIntent.get(r.intentId) ?? []), r.messageId])
           const duplicates = [...perIntent.values()].filter((ids) => ids.length > 1).length
-          const intentRows = queryRows(
-            db,
+          const intentRows = yield* rowsAt(
+            location,
             Schema.Struct({ intent_id: Schema.String, resolution_message_id: Schema.NullOr(Schema.String) }),
             "SELECT intent_id, resolution_message_id FROM workflow_turn_intents"
           )
@@ -175,7 +173,7 @@ describe("cross-process race over runs and intents", () => {
           const ops = totals.ops ?? 0
           console.log(
             [
-              `mixed race: ${WORKERS} processes, ${RUNS} runs + ${INTENTS} intents in ${seconds.toFixed(2)} s, ${Math.round(ops / seconds)} store ops/s`,
+              `mixed race (${backend}): ${WORKERS} processes, ${RUNS} runs + ${INTENTS} intents in ${seconds.toFixed(2)} s, ${ops} store ops (${Math.round(ops / seconds)}/s)`,
               `  runs: claims ${totals.runClaims}, claim lost ${totals.ClaimLost ?? 0}, refused ${totals.ClaimRefused ?? 0}, slept past lease ${totals.sleptPastLease}, parked ${totals.parked}, abandoned ${totals.abandonedRuns}; fenced writes ${wrote.length}; double ownership ${doubleOwnership}, ended twice ${endedTwice.length}, lost ${lostRuns.length}`,
               `  intents: claimed ${totals.intentsClaimed}, resolve refused ${totals.ClaimNotHeld ?? 0}, abandoned ${totals.abandonedIntents}, held past lease ${totals.heldPastLease}; duplicates ${duplicates}, lost ${lostIntents}; store failures ${errors.length}`
             ].join("\n")
@@ -195,6 +193,6 @@ describe("cross-process race over runs and intents", () => {
           expect(Math.max(...runRows.map((r) => r.claims))).toBeGreaterThan(1)
         })
       ),
-    40_000
+    DURATION_MS + 30_000
   )
 })

@@ -1,6 +1,6 @@
 /**
  * One competitor in the mixed cross-process race (spawned by mixed-race.test.ts, never run by
- * vitest). On one database file, with both stores as the app opens them, it alternates between:
+ * vitest). On one database (a SQLite file or a PostgreSQL URL), with both stores as the app opens them, it alternates between:
  *
  * - runs: claim (activate or resume) with a short lease, write steps under the claim, sometimes
  *   renew, sometimes sleep past the lease (and lose the run), then end the run once it has
@@ -8,17 +8,15 @@
  * - turn intents: claim (both ways), then resolve, release, abandon or hold past the lease.
  *
  * Every accepted run write, run end and intent resolution is one JSON line on stdout; so is any
- * store failure (SQLITE_BUSY would be one). Uses the real clock, so leases really expire.
+ * store failure (SQLITE_BUSY or an exhausted serialization retry would be one). Uses the real clock, so leases really expire.
  */
-import { Effect, Layer, Option, Random } from "effect"
-import { Database } from "../../src/store/database.ts"
-import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
-import * as TurnIntentStoreSqlite from "../../src/store/turn-intent-store-sqlite.ts"
+import { Effect, Option, Random } from "effect"
 import type { TurnIntent } from "../../src/domain/turn-intent.ts"
 import { isTerminal, RunStore } from "../../src/store/run-store.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { decodeConfig, type WorkerConfig, type WorkerReport } from "./mixed-protocol.ts"
 import { pick, reportLine, waitForGo } from "./kit.ts"
+import { storesAt } from "./location.ts"
 
 const report = (line: WorkerReport) => reportLine(line)
 
@@ -186,11 +184,7 @@ const config = decodeConfig(process.argv[2] ?? "")
 const program = compete(config).pipe(
   Effect.withRandom(Random.make(config.seed)),
   // Both stores on one connection, as src/app/layers.ts opens them (without the engine).
-  Effect.provide(
-    Layer.merge(TurnIntentStoreSqlite.layer, RunStoreSqlite.layer).pipe(
-      Layer.provideMerge(Database.layer({ filename: config.dbPath }))
-    )
-  ),
+  Effect.provide(storesAt(config.location)),
   Effect.orDie
 )
 Effect.runPromise(program).catch((error: unknown) => {

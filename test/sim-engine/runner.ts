@@ -10,8 +10,7 @@
  * 4. every eligible intent of the live session resolved, backed by exactly one branch message of
  *    the kind its resolution names;
  * 5. every ended run has exactly one terminal successor in the branch (its presentation or one
- *    fallback), but a direct user cancel and an agent cancel that stopped no workflow turn; no
- *    run has two;
+ *    fallback), but a direct user cancel; no run has two;
  * 6. no run left claimed past its lease (no run owned by a dead process);
  * 7. no fallback was sent during shutdown or user hold.
  */
@@ -224,12 +223,11 @@ export const runEngineSchedule = async (
       const successors = branch.filter(
         (m) => SUCCESSOR_TYPES.has(m.customType) && field(m.details, "runId") === run.run_id
       )
-      // A direct user cancel is quiet; so is an agent cancel outside a workflow turn: the model
-      // made the call and read its reply in the same turn.
-      // Runs the user started with `/workflow start` get their terminal turn too.
+      // A direct user cancel is quiet; the agent's cancel, with or without a workflow turn to
+      // stop, owes the run's terminal turn. Runs the user started with `/workflow start` get
+      // their terminal turn too.
       const quiet =
-        run.state === "cancelled" &&
-        (run.cancel_requested === "user" || run.abort_cause === null || userCancelled.has(run.run_id))
+        run.state === "cancelled" && (run.cancel_requested === "user" || userCancelled.has(run.run_id))
       if (successors.length > 1)
         violations.push(`run ${short(run.run_id)} (${run.state}): ${successors.length} terminal messages`)
       else if (TERMINAL.has(run.state) && !quiet && successors.length === 0) {

@@ -7,20 +7,28 @@ import BetterSqlite from "better-sqlite3"
 import { Effect, Layer, Schema } from "effect"
 import type { DatabaseOptions } from "../../src/store/database.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
+import { layerTurnIntentStorePg } from "../../src/store/pg/stores-pg.ts"
 import { layerSqlite } from "../../src/store/turn-intent-store-sqlite.ts"
-import { tempDbPath } from "./temp-db.ts"
+import { freshLocation, isPgLocation, pgQuery } from "./backend.ts"
 
-/** Open the store on `filename` for the current scope. */
-export const openStoreAt = (filename: string, options: Omit<DatabaseOptions, "filename"> = {}) =>
+/** Open the store at `location` (a SQLite file, or a PostgreSQL URL) for the current scope. */
+export const openStoreAt = (location: string, options: Omit<DatabaseOptions, "filename"> = {}) =>
   Effect.gen(function* () {
-    const context = yield* Layer.build(layerSqlite({ filename, ...options }))
+    const context = yield* Layer.build(
+      isPgLocation(location)
+        ? layerTurnIntentStorePg({ url: location, ...options })
+        : layerSqlite({ filename: location, ...options })
+    )
     return yield* Effect.provide(TurnIntentStore, context)
   })
 
-/** A store on a fresh temp file; returns the store and the file path. */
+/**
+ * A store at a fresh location of the current backend (test/support/backend.ts); returns the
+ * store and the location (`path`: a file path on SQLite, a URL on PostgreSQL).
+ */
 export const openStore = (options: Omit<DatabaseOptions, "filename"> = {}) =>
   Effect.gen(function* () {
-    const path = yield* tempDbPath
+    const path = yield* freshLocation
     const store = yield* openStoreAt(path, options)
     return { store, path }
   })
@@ -34,11 +42,13 @@ export const rawDb = (path: string) =>
 
 /** Every turn-intent row, in key order: compare two snapshots to prove nothing was written. */
 export const snapshotIntents = (path: string) =>
-  Effect.scoped(
-    Effect.map(rawDb(path), (db) =>
-      db.prepare("SELECT * FROM workflow_turn_intents ORDER BY intent_id").all()
-    )
-  )
+  isPgLocation(path)
+    ? Effect.promise(() => pgQuery(path, "SELECT * FROM workflow_turn_intents ORDER BY intent_id"))
+    : Effect.scoped(
+        Effect.map(rawDb(path), (db) =>
+          db.prepare("SELECT * FROM workflow_turn_intents ORDER BY intent_id").all()
+        )
+      )
 
 /** The schema objects of a database file: compare two of these to prove nothing was created. */
 export const snapshotSchema = (path: string) =>

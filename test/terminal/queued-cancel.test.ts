@@ -1,6 +1,7 @@
 /**
- * A run cancelled before it ever started a turn (queued): the agent's cancel gets the run's one
- * terminal turn after the current turn settles; the user's `/workflow cancel` stays quiet.
+ * A run cancelled while no step turn of it is open (queued, or running a compute step): the
+ * agent's cancel gets the run's one terminal turn after the current turn settles; the user's
+ * `/workflow cancel` stays quiet.
  * Fake session, real SQLite file.
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -77,5 +78,39 @@ describe("cancelling a queued run", () => {
       expect(restart.isError).toBe(true)
       expect(restart.text).toContain("the user cancelled this run")
     }).pipe(Effect.provide(buildApp()), Effect.scoped)
+  )
+
+  it.live("by the agent while a compute step runs (no step turn open): one terminal turn", () =>
+    Effect.gen(function* () {
+      const fake = yield* PiSessionFake
+      const started = yield* runTool({ _tag: "start", workflow: "slow" })
+      const runId = String(started.details.runId)
+      yield* afterSettle(false)
+      yield* eventually(stateOf(runId), (state) => state === "running")
+      yield* fake.startTurn
+      const cancelled = yield* runTool({ _tag: "cancel", runId })
+      expect(cancelled.text).toMatch(/Cancelled/)
+      expect(yield* fake.aborts).toBe(0)
+      yield* fake.settle()
+      yield* afterSettle(false)
+      const [fallback] = yield* eventually(sentOfType(FALLBACK), (f) => f.length === 1)
+      expect(fallback?.message.details).toMatchObject({ runId, cause: "agentCancelled" })
+      yield* fake.settle()
+      yield* afterSettle(false)
+      yield* Effect.orDie(onSessionStart)
+      expect(yield* sentOfType(FALLBACK)).toHaveLength(1)
+    }).pipe(
+      Effect.provide(
+        buildApp([
+          {
+            name: "slow",
+            startAt: "work",
+            nodes: { work: { type: "compute", run: () => new Promise(() => {}) } },
+            edges: []
+          }
+        ])
+      ),
+      Effect.scoped
+    )
   )
 })

@@ -12,7 +12,7 @@ import { Engine } from "../../src/engine/engine.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import { LaunchStore } from "../../src/terminal/launch-store.ts"
 import { layerFake, PiSessionFake } from "../../src/testing.ts"
-import { tempDbPath } from "../support/temp-db.ts"
+import { appDatabase, freshLocation } from "../support/backend.ts"
 import { eventually, FALLBACK, sentOfType } from "../app/support.ts"
 
 const crash = {
@@ -59,13 +59,13 @@ const monitor = {
 
 const app = (filename: string) =>
   layerApp({
-    database: { filename },
+    database: appDatabase(filename),
     workflows: [crash, progressing(), monitor],
     core: { coordinator: { syncIntervalMs: null } }
   }).pipe(Layer.provideMerge(layerFake({ sessionId: "s1" })))
 
 const withApp = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.flatMap(tempDbPath, (filename) => Effect.provide(effect, app(filename))).pipe(Effect.scoped)
+  Effect.flatMap(freshLocation, (filename) => Effect.provide(effect, app(filename))).pipe(Effect.scoped)
 
 const runIdOf = (details: Readonly<Record<string, unknown>>) => {
   const runId = details.runId
@@ -286,7 +286,7 @@ describe("launch reservation across a reload", () => {
     "survives closing the app: the repeated tool call returns the reserved run, which activates once",
     () =>
       Effect.gen(function* () {
-        const filename = yield* tempDbPath
+        const filename = yield* freshLocation
         const { first, second } = yield* Effect.gen(function* () {
           const first = yield* failOnce("crash")
           const reply = yield* runTool({ _tag: "restart", runId: first }, { toolCallId: "call-1" })

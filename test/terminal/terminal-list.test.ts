@@ -8,13 +8,22 @@ import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { afterSettle } from "../../src/app/session-hooks.ts"
 import { runTool } from "../../src/app/tool-actions.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import { PiSessionFake } from "../../src/testing.ts"
-import { buildApp, eventually, FALLBACK, PRESENTATION, sentOfType } from "../app/support.ts"
+import { LaunchStore } from "../../src/terminal/launch-store.ts"
+import {
+  buildApp,
+  eventually,
+  FALLBACK,
+  lastRequestId,
+  PRESENTATION,
+  STEP,
+  sentOfType
+} from "../app/support.ts"
 
 const loop = {
   name: "loop",
@@ -67,6 +76,35 @@ describe("terminal decision test list", () => {
       expect(turn?.message.content).toContain("the run used up its step budget (maxSteps)")
       expect(turn?.message.content).toContain(`{"action": "restart", "runId": "${runId}"}`)
     }).pipe(Effect.provide(buildApp([loop])), Effect.scoped)
+  )
+
+  it.live("a completed run with a blocked result: the model may restart it from its presentation turn", () =>
+    Effect.gen(function* () {
+      const fake = yield* PiSessionFake
+      const started = yield* runTool({ _tag: "start", workflow: "greet" })
+      const runId = String(started.details.runId)
+      yield* afterSettle(false)
+      yield* eventually(sentOfType(STEP), (steps) => steps.length === 1)
+      yield* runTool({ _tag: "submit", requestId: yield* lastRequestId, output: { status: "blocked" } })
+      yield* fake.settle()
+      const [presentation] = yield* eventually(sentOfType(PRESENTATION), (p) => p.length === 1)
+      // The presentation turn is the run's terminal turn: one launch, keyed to its intent.
+      const restarted = yield* runTool({ _tag: "restart", runId }, { toolCallId: "call-1" })
+      expect(restarted.isError).toBe(false)
+      expect(restarted.details).toMatchObject({ launch: "restart", repeated: false })
+      const launch = yield* Effect.orDie(
+        Effect.flatMap(LaunchStore, (store) => store.get(String(restarted.details.runId)))
+      )
+      expect(Option.getOrThrow(launch)).toMatchObject({
+        terminalRunId: runId,
+        terminalIntentId: presentation?.message.details.turnIntentId
+      })
+      // It starts only after the turn settles.
+      expect(yield* sentOfType(STEP)).toHaveLength(1)
+      yield* fake.settle()
+      yield* afterSettle(false)
+      yield* eventually(sentOfType(STEP), (steps) => steps.length === 2)
+    }).pipe(Effect.provide(buildApp()), Effect.scoped)
   )
 
   it("src/terminal reads no user message: only workflow message details from the session", () => {

@@ -80,7 +80,10 @@ describe("passive notifications in real Pi", () => {
     expect(customMessages(loud.sessionFile, NOTIFICATION).every((m) => m.display)).toBe(true)
     expect(loud.mock.requestsMentioning("collected")).toEqual([])
     expect(loud.mock.requestsMentioning(NOTIFICATION)).toEqual([])
-    expect(loud.intents()).toEqual([])
+    // The only intent is the completed run's terminal turn intent, which its presentation resolved.
+    expect(loud.intents().map((i) => `${i.cause} → ${i.resolution ?? "pending"}`)).toEqual([
+      "completed → presentation"
+    ])
 
     const quiet = await play(false)
     expect(texts(quiet, NOTIFICATION)).toEqual([

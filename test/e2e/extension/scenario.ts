@@ -76,12 +76,19 @@ export const submit =
 export const lastMessageOf = (lab: Lab, index: number): string =>
   messageText(lab.mock.requests()[index]?.messages.at(-1))
 
-export const oneIntentResolvedBy = (observation: Observation, check: Check, resolution: string) => {
+/**
+ * The scenario's first intent is carried by exactly one message (the `what` message), and no
+ * intent ID is carried twice (a completed run's own terminal turn intent, resolved by its
+ * presentation, may follow).
+ */
+export const oneIntentResolvedBy = (observation: Observation, check: Check, what: string) => {
   const intent = observation.intents[0]
   const carriers = observation.messages.filter((m) => m.turnIntentId !== null)
+  const own = carriers.filter((m) => m.turnIntentId === intent?.intentId)
+  const ids = new Set(carriers.map((m) => m.turnIntentId))
   check(
-    `the ${resolution} message carries the intent's ID`,
-    intent !== undefined && carriers.length === 1 && carriers[0]?.turnIntentId === intent.intentId,
+    `the ${what} message carries the intent's ID`,
+    intent !== undefined && own.length === 1 && ids.size === carriers.length,
     carriers.map((m) => `${m.customType}:${m.turnIntentId ?? ""}`).join(", ")
   )
 }

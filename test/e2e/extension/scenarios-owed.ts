@@ -132,7 +132,7 @@ export const timeoutRecovery: Scenario = {
     steps: 2,
     presentations: 1,
     fallbacks: 0,
-    intents: ["timedOut → workflowPrompt"],
+    intents: ["timedOut → workflowPrompt", "completed → presentation"],
     runs: ["completed"]
   },
   play: async (lab) => {

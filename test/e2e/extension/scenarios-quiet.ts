@@ -17,7 +17,14 @@ export const completedRun: Scenario = {
     { text: "Submitted the draft." },
     { text: "Release notes are done." }
   ],
-  expected: { requests: 5, steps: 1, presentations: 1, fallbacks: 0, intents: [], runs: ["completed"] },
+  expected: {
+    requests: 5,
+    steps: 1,
+    presentations: 1,
+    fallbacks: 0,
+    intents: ["completed → presentation"],
+    runs: ["completed"]
+  },
   play: async (lab) => {
     await lab.say("Write release notes for 1.4.0.", {
       until: () => lab.runIn("completed"),
@@ -73,7 +80,14 @@ export const escapeHold: Scenario = {
     { text: "Submitted the label." },
     { text: "Issue #42 is labelled." }
   ],
-  expected: { requests: 6, steps: 2, presentations: 1, fallbacks: 0, intents: [], runs: ["completed"] },
+  expected: {
+    requests: 6,
+    steps: 2,
+    presentations: 1,
+    fallbacks: 0,
+    intents: ["completed → presentation"],
+    runs: ["completed"]
+  },
   play: async (lab, check) => {
     const mark = lab.pi.mark()
     await lab.pi.prompt("Label issue #42 with the triage workflow.")
@@ -145,7 +159,14 @@ export const shutdownResume: Scenario = {
     { text: "Submitted the label." },
     { text: "Issue #42 is labelled." }
   ],
-  expected: { requests: 6, steps: 2, presentations: 1, fallbacks: 0, intents: [], runs: ["completed"] },
+  expected: {
+    requests: 6,
+    steps: 2,
+    presentations: 1,
+    fallbacks: 0,
+    intents: ["completed → presentation"],
+    runs: ["completed"]
+  },
   play: async (lab, check) => {
     await lab.say("Label issue #42 with the triage workflow.", {
       until: () => lab.mock.requestCount() >= 3,
@@ -209,7 +230,14 @@ export const brokenFile: Scenario = {
     { text: "Submitted." },
     { text: "Greeted." }
   ],
-  expected: { requests: 6, steps: 1, presentations: 1, fallbacks: 0, intents: [], runs: ["completed"] },
+  expected: {
+    requests: 6,
+    steps: 1,
+    presentations: 1,
+    fallbacks: 0,
+    intents: ["completed → presentation"],
+    runs: ["completed"]
+  },
   play: async (lab) => {
     await lab.say("Greet me with a workflow.", {
       until: () => lab.runIn("completed"),

@@ -103,7 +103,7 @@ export const restartOnce: Scenario = {
     steps: 0,
     presentations: 1,
     fallbacks: 1,
-    intents: ["failed → fallback"],
+    intents: ["failed → fallback", "completed → presentation"],
     runs: ["failed", "completed"]
   },
   play: async (lab) => {

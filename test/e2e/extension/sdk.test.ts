@@ -74,7 +74,7 @@ describe("extension wiring (SDK, faux model)", () => {
     expect(sdk.session.extensionRunner.getCommand("workflow")).toBeDefined()
   })
 
-  it("start → step → submit → presentation, with no intent", async () => {
+  it("start → step → submit → presentation, which resolves the run's terminal turn intent", async () => {
     const { sdk, db } = await open([
       fauxAssistantMessage(fauxToolCall("workflow", { action: "start", workflow: "greet" })),
       fauxAssistantMessage("Queued."),
@@ -95,6 +95,8 @@ describe("extension wiring (SDK, faux model)", () => {
     expect(sdk.modelCalls()).toBe(5)
     expect(sdk.customMessages(STEP)).toHaveLength(1)
     expect(sdk.customMessages(FALLBACK)).toHaveLength(0)
-    expect(peekTurnIntents(db)).toHaveLength(0)
+    expect(peekTurnIntents(db).map((row) => [row.cause, row.resolution])).toEqual([
+      ["completed", "presentation"]
+    ])
   })
 })

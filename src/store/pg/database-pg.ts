@@ -1,0 +1,184 @@
+/**
+ * The controller database on PostgreSQL: the same `Database` + `SqlClient` services the SQLite
+ * layer provides, so the stores run the same operations against a server several machines share.
+ *
+ * - Connection: a pool (@effect/sql-pg over `pg`). int8 values (epoch-millisecond columns,
+ *   `count(*)`) are parsed to JS numbers, as SQLite returns them; every one of them is far below
+ *   2^53.
+ * - `immediate`: one transaction at SERIALIZABLE isolation. SQLite's BEGIN IMMEDIATE serialises
+ *   writers with a file lock; PostgreSQL gives the same outcome (every transaction behaves as if
+ *   it ran alone) by aborting one of two conflicting transactions with a serialization failure,
+ *   which is retried here from the start, within the fiber's lock budget (`withLockBudget`,
+ *   default `busyTimeoutMs`). A nested call is a savepoint of the outer transaction.
+ * - `prepare`: the SQLite text of a statement in PostgreSQL's dialect (see `dialect-pg.ts`).
+ * - Schema: @effect/sql's Migrator (`schema-pg.ts`), under an advisory lock so two processes
+ *   opening a new database at once do not race; then the schema version is checked.
+ */
+import * as Reactivity from "@effect/experimental/Reactivity"
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlError from "@effect/sql/SqlError"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import { Clock, Context, Duration, Effect, Layer, Option, Redacted, Schedule } from "effect"
+import pg from "pg"
+import { IncompatibleStore, StoreFailure } from "../../domain/errors.ts"
+import {
+  currentLockBudget,
+  Database,
+  type DatabaseService,
+  type OpenError,
+  type PreparedStatement,
+  storeFailure,
+  withLockBudget
+} from "../database.ts"
+import { CONTROLLER_SCHEMA } from "../schema.ts"
+import { toPgDialect } from "./dialect-pg.ts"
+import { checkSchema, readOnlyUrl } from "./readonly-pg.ts"
+import { migrations } from "./schema-pg.ts"
+
+export interface PgDatabaseOptions {
+  /** `postgres://…` or `postgresql://…` (libpq style; `?host=/dir` for a unix socket). */
+  readonly url: string
+  /** How long a transaction may keep retrying serialization failures (default 5,000 ms). */
+  readonly busyTimeoutMs?: number
+  /** Pool size (default 10). */
+  readonly maxConnections?: number
+  /** How long opening may wait for the server (default 5,000 ms). */
+  readonly connectTimeoutMs?: number
+  /**
+   * Open for reading only (operator tools): no migration, the schema version must match, and
+   * every transaction is read-only (`readonly-pg.ts`).
+   */
+  readonly readonly?: boolean
+}
+
+/** The URL without its password: what messages and `Database.filename` show. */
+export const redactUrl = (url: string): string => {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password !== "") parsed.password = "***"
+    return parsed.toString()
+  } catch {
+    return "(unparseable PostgreSQL URL)"
+  }
+}
+
+/** int8 → number; everything else as `pg` parses it. */
+const types: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") =>
+    oid === pg.types.builtins.INT8 && format !== "binary"
+      ? (value: string) => Number(value)
+      : pg.types.getTypeParser(oid, format ?? "text")) as pg.CustomTypesConfig["getTypeParser"]
+}
+
+/** SQLSTATEs after which the whole transaction may simply run again. */
+const RETRYABLE = new Set(["40001", "40P01"])
+
+const sqlState = (error: unknown): string | undefined => {
+  let current: unknown = error
+  for (let depth = 0; depth < 4 && typeof current === "object" && current !== null; depth++) {
+    if ("code" in current && typeof current.code === "string" && current.code.length === 5)
+      return current.code
+    current = "cause" in current ? current.cause : undefined
+  }
+  return undefined
+}
+
+const isRetryable = (error: unknown): boolean => RETRYABLE.has(sqlState(error) ?? "")
+
+/** Waits between transaction retries are a fact about other clients: wall clock, even under TestClock. */
+const wallClock = Clock.make()
+
+/** Arbitrary but fixed: the advisory lock key that serialises schema migrations. */
+const MIGRATION_LOCK = 7_240_117_017
+
+const open = (options: PgDatabaseOptions) =>
+  Effect.gen(function* () {
+    const shown = redactUrl(options.url)
+    const connectFailed = (error: { readonly cause?: unknown; readonly message: string }) =>
+      new StoreFailure({
+        operation: "open",
+        message: `cannot connect to PostgreSQL at ${shown}: ${String(error.cause ?? error.message)}`,
+        cause: error
+      })
+    const sql = yield* PgClient.make({
+      url: Redacted.make(options.readonly === true ? readOnlyUrl(options.url) : options.url),
+      types,
+      maxConnections: options.maxConnections ?? 10,
+      connectTimeout: Duration.millis(options.connectTimeoutMs ?? 5_000),
+      applicationName: "pi-workflow-turns"
+    }).pipe(Effect.mapError(connectFailed))
+    const defaultBudgetMs = Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5_000))
+
+    const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      sql.withTransaction(Effect.zipRight(sql`SET TRANSACTION ISOLATION LEVEL SERIALIZABLE`, effect)).pipe(
+        // @effect/sql dies when COMMIT fails (a serialization failure may surface there): the
+        // transaction is gone either way, so it is the typed failure it is.
+        Effect.catchSomeDefect((defect) =>
+          defect instanceof SqlError.SqlError ? Option.some(Effect.fail(defect)) : Option.none()
+        )
+      )
+
+    const immediate: DatabaseService["immediate"] = (effect) =>
+      Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (outer) =>
+        Option.isSome(outer)
+          ? sql.withTransaction(effect)
+          : Effect.flatMap(currentLockBudget, (budget) =>
+              Effect.clockWith((callerClock) =>
+                // The body keeps the caller's clock (TestClock in tests); only the waits are real.
+                Effect.retry(Effect.withClock(transaction(effect), callerClock), {
+                  while: isRetryable,
+                  schedule: Schedule.exponential(Duration.millis(2)).pipe(
+                    Schedule.jittered,
+                    Schedule.upTo(Duration.millis(budget ?? defaultBudgetMs))
+                  )
+                }).pipe(Effect.withClock(wallClock))
+              )
+            )
+      )
+
+    const prepared = new Map<string, PreparedStatement>()
+    const prepare = (text: string): PreparedStatement => {
+      let statement = prepared.get(text)
+      if (statement === undefined) {
+        const pgText = toPgDialect(text)
+        statement = { all: (params) => sql.unsafe<object>(pgText, params) }
+        prepared.set(text, statement)
+      }
+      return statement
+    }
+
+    const migrate = Effect.gen(function* () {
+      const lock = yield* sql.reserve
+      yield* Effect.acquireRelease(lock.executeRaw("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]), () =>
+        Effect.ignore(lock.executeRaw("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]))
+      )
+      yield* Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
+      const rows = yield* sql<{ value: string }>`SELECT value FROM pi_workflows_metadata WHERE key = 'schema'`
+      const found = rows[0]?.value ?? "(none)"
+      if (found !== CONTROLLER_SCHEMA) return yield* new IncompatibleStore({ databasePath: shown, found })
+    }).pipe(
+      Effect.scoped,
+      Effect.provideService(SqlClient.SqlClient, sql),
+      Effect.catchTags({
+        SqlError: (error) => Effect.fail(storeFailure("open")(error)),
+        MigrationError: (error) =>
+          Effect.fail(
+            new StoreFailure({ operation: "open", message: `schema migration failed: ${error.message}` })
+          )
+      })
+    )
+    yield* options.readonly === true ? checkSchema(sql, shown) : migrate
+    return {
+      sql,
+      database: { filename: shown, immediate, prepare, urgent: withLockBudget } satisfies DatabaseService
+    }
+  })
+
+/** SqlClient + Database on one PostgreSQL database, schema ready. */
+export const layer = (options: PgDatabaseOptions): Layer.Layer<Database | SqlClient.SqlClient, OpenError> =>
+  Layer.scopedContext(
+    Effect.map(open(options), ({ sql, database }) =>
+      Context.make(Database, database).pipe(Context.add(SqlClient.SqlClient, sql))
+    )
+  ).pipe(Layer.provide(Reactivity.layer))
