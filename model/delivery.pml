@@ -27,8 +27,9 @@
  *   RESOLVE_ON_BRANCH                 resolve only what the branch shows (0: the old code)
  *   PRESENT_PLAIN                     1: a presentation that cannot go with its intent goes
  *                                     without it (the old natural delivery; a second terminal turn)
- *   NAT_OUTSIDE_HANDLER               natural delivery sends only while no agent_settled handler
- *                                     of its process runs (0: today's natural-delivery.ts)
+ *   NAT_OUTSIDE_HANDLER               rule 4: natural delivery sends only while no agent_settled
+ *                                     handler of its process runs (0: natural delivery before
+ *                                     the rule, which gated on Pi's idle flag alone)
  *   LOST_RELEASE                      a send missing past the bound is given up (0: kept forever)
  *   DEAD_OWNERS                       free the claims of a dead owner at once
  *   FAULTS, MAXF                      fault kinds (F_* bits) and how many per behaviour
@@ -358,8 +359,8 @@ restart:
          if :: busy || !NAT_FREE(c) -> work[2 * c + 1] = 0 :: else -> NAT_SEND fi
        }
        fi;
-       /* awaitIdle (lease time passes while a turn runs); with NAT_OUTSIDE_HANDLER also until
-        * this process's agent_settled handler has returned. */
+       /* awaitIdle (lease time passes while a turn runs); with NAT_OUTSIDE_HANDLER also
+        * settleDone, until this process's agent_settled handler has returned. */
        atomic { !busy && NAT_FREE(c) -> work[2 * c + 1] = 1; NAT_SEND }
 #if !RESOLVE_ON_BRANCH
 oldResolve: /* the old code: store the resolution right after the send */

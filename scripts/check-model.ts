@@ -18,6 +18,7 @@ import { fileURLToPath } from "node:url"
 import {
   DEFAULT_LEASE_MS,
   modelConstants,
+  NATURAL_OUTSIDE_SETTLE_HANDLER,
   RELEASE_OTHERS_BEFORE_SEND,
   RENEW_BEFORE_SEND,
   WRITE_DELAY_BOUND_MS
@@ -92,7 +93,7 @@ const protocol = {
   RENEW_BEFORE_SEND: RENEW_BEFORE_SEND ? 1 : 0,
   RELEASE_OTHERS_BEFORE_SEND: RELEASE_OTHERS_BEFORE_SEND ? 1 : 0,
   RESOLVE_ON_BRANCH: 1,
-  NAT_OUTSIDE_HANDLER: 1,
+  NAT_OUTSIDE_HANDLER: NATURAL_OUTSIDE_SETTLE_HANDLER ? 1 : 0,
   PRESENT_PLAIN: 0,
   LOST_RELEASE: 1,
   DEAD_OWNERS: 1,
@@ -189,7 +190,7 @@ const allChecks: ReadonlyArray<Check> = [
     defines: protocol
   },
   {
-    name: "natural send while a settle handler runs (today's natural delivery) gives a duplicate",
+    name: "rule 4 removed (natural send while a settle handler runs) gives a duplicate",
     expect: "counterexample",
     violates: "duplicate",
     property: "safety",

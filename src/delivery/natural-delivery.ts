@@ -41,10 +41,15 @@ const outsideAbort = (env: DeliveryEnv): Effect.Effect<void> =>
 
 /**
  * A message with an intent goes out only into an idle session, so Pi writes it promptly (and
- * not into a turn that an abort stops: an aborting turn is not idle either).
+ * not into a turn that an abort stops: an aborting turn is not idle either), and only while no
+ * `agent_settled` handler of ours runs (rule 4): Pi holds a send made then until the handler
+ * returns, and a slow store call there would hold it past the claim's lease.
  */
 const naturalGate = (env: DeliveryEnv): Effect.Effect<string | null> =>
-  Effect.map(env.session.isIdle, (idle) => (idle ? null : "busy"))
+  Effect.gen(function* () {
+    if (!(yield* env.session.isIdle)) return "busy"
+    return (yield* env.session.settling) ? "settling" : null
+  })
 
 const sendPlain = (
   env: DeliveryEnv,
@@ -87,8 +92,10 @@ const throughIntent = (
       if (Either.isLeft(resolved)) yield* releaseClaim(env, intent, token)
       return { _tag: "Repaired" }
     }
-    // Waiting takes lease time: the claim is renewed after it, right before the send.
+    // Waiting takes lease time: the claim is renewed after it, right before the send. A settle
+    // pass that is running (or starts during the renewal: the gate) holds this send (rule 4).
     yield* env.session.awaitIdle
+    yield* env.session.settleDone
     const outcome = yield* sendClaimed(
       env,
       intent,

@@ -32,6 +32,16 @@ export const RENEW_BEFORE_SEND = true
  */
 export const RELEASE_OTHERS_BEFORE_SEND = true
 
+/**
+ * Rule 4: natural delivery sends only while no `agent_settled` handler of this process runs. Pi
+ * reports the session idle while its settle handlers run but holds every turn-triggering send
+ * made meanwhile until they return, so a slow store call in our settle pass would hold the
+ * message past the bound (or the lease) and the intent would be sent again. Natural delivery
+ * waits for `PiSession.settleDone` before it renews and sends, and its gate refuses while a
+ * handler runs (`PiSession.settling`, set by the extension entry before its first await).
+ */
+export const NATURAL_OUTSIDE_SETTLE_HANDLER = true
+
 /** True when a lease outlasts the write-delay bound (condition 1); the coordinator refuses others. */
 export const leaseCoversWriteDelay = (leaseMs: number, writeDelayBoundMs: number): boolean =>
   Number.isSafeInteger(leaseMs) &&

@@ -16,6 +16,7 @@ import { withoutHidden } from "./context-filter.ts"
 import { beforeModelRequest } from "./successor-request.ts"
 import { registerDeferredTurnRenderer } from "./renderer.ts"
 import type { SessionApp } from "./session-app.ts"
+import { makeSettleMark } from "./settle-mark.ts"
 import { toolParameters } from "./tool-parameters.ts"
 
 const TOOL_DESCRIPTION =
@@ -39,6 +40,7 @@ export default function piWorkflowTurns(pi: ExtensionAPI): void {
   /** The context of `session_start`, until the loaded application has been started with it. */
   let startContext: ExtensionContext | undefined
   let shutDown = false
+  const settleMark = makeSettleMark()
 
   const reportStartFailure = (ctx: ExtensionContext) => (error: unknown) => {
     const text = `pi-workflow-turns could not start: ${error instanceof Error ? error.message : String(error)}`
@@ -48,7 +50,7 @@ export default function piWorkflowTurns(pi: ExtensionAPI): void {
 
   const app = (): Promise<SessionApp> => {
     loading ??= import("./session-app.ts").then((module) => {
-      const session = module.createSessionApp(pi)
+      const session = module.createSessionApp(pi, settleMark)
       // The session start work is called first, before the continuation of whichever handler
       // asked for the application; that handler's own call then finds the runtime opening.
       const ctx = startContext
@@ -108,7 +110,16 @@ export default function piWorkflowTurns(pi: ExtensionAPI): void {
 
   pi.on("agent_start", async (_event, ctx) => (await app()).observe(ctx))
   pi.on("agent_end", async (_event, ctx) => (await app()).observe(ctx))
-  pi.on("agent_settled", async (event, ctx) => (await app()).settled(event.aborted, ctx))
+  pi.on("agent_settled", async (event, ctx) => {
+    // Marked before the first await (the application may still be loading): natural delivery
+    // must not send while this handler runs, as Pi holds such a send until it returns (rule 4).
+    const done = settleMark.enter()
+    try {
+      await (await app()).settled(event.aborted, ctx)
+    } finally {
+      done()
+    }
+  })
   pi.on("session_shutdown", async (_event, ctx) => {
     shutDown = true
     if (loading !== undefined) await (await loading).shutdown(ctx)

@@ -6,6 +6,7 @@
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
 import { Deferred, Effect, Layer } from "effect"
 import { type BranchMessage, type Lifecycle, PiSession, SendFailed } from "../session/pi-session.ts"
+import { makeSettleMark, type SettleMark } from "./settle-mark.ts"
 
 export interface PiBridge {
   /** Remember the newest context; any of Pi's ctx objects can act for the session. */
@@ -18,7 +19,11 @@ export interface PiBridge {
   readonly layer: Layer.Layer<PiSession>
 }
 
-export const makePiBridge = (pi: ExtensionAPI): PiBridge => {
+/**
+ * `settleMark` is the entry's mark of a running `agent_settled` handler (set before the
+ * application loads, so it is made outside this bridge).
+ */
+export const makePiBridge = (pi: ExtensionAPI, settleMark: SettleMark = makeSettleMark()): PiBridge => {
   let ctx: ExtensionContext | undefined
   let flags: Lifecycle = { shuttingDown: false, userHold: false }
   // One waiter per busy period; settle completes it and the next busy period makes a new one.
@@ -33,6 +38,11 @@ export const makePiBridge = (pi: ExtensionAPI): PiBridge => {
       if (isIdle()) return Effect.void
       if (idleSignal === undefined) idleSignal = Effect.runSync(Deferred.make<void>())
       return Deferred.await(idleSignal)
+    }),
+    settling: Effect.sync(settleMark.running),
+    settleDone: Effect.async<void>((resume) => {
+      const cancel = settleMark.onDone(() => resume(Effect.void))
+      return Effect.sync(cancel)
     }),
     send: (message, options) =>
       Effect.try({

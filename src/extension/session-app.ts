@@ -21,6 +21,7 @@ import { parseCommand } from "../app/command-input.ts"
 import { isPostgresUrl, resolveDbPath } from "./db-path.ts"
 import { defaultTimeoutFromEnv } from "./default-timeout.ts"
 import { makePiBridge } from "./pi-session-live.ts"
+import type { SettleMark } from "./settle-mark.ts"
 import { decodeToolInput } from "../app/tool-input.ts"
 import { triggerUnansweredTurn } from "./turn-trigger.ts"
 import { loadWorkflowFiles } from "./workflow-files.ts"
@@ -52,8 +53,8 @@ export interface SessionApp {
   readonly shutdown: (ctx: ExtensionContext) => Promise<void>
 }
 
-export const createSessionApp = (pi: ExtensionAPI): SessionApp => {
-  const bridge = makePiBridge(pi)
+export const createSessionApp = (pi: ExtensionAPI, settleMark?: SettleMark): SessionApp => {
+  const bridge = makePiBridge(pi, settleMark)
   let app: App | undefined
   let opening: Promise<App> | undefined
   let held = false

@@ -7,7 +7,10 @@
  * - `abort` while busy marks the turn aborting; it is still not idle until `settle`;
  * - a message sent while the turn is aborting is lost, as Pi loses a follow-up sent into an
  *   aborting turn (recorded with `entryId: null`, never added to the branch);
- * - every session ID has its own branch, so switching sessions switches branches.
+ * - every session ID has its own branch, so switching sessions switches branches;
+ * - while a handler run through `settleHandler` is in progress (Pi's `agent_settled` handlers),
+ *   the session reports idle and `settling`, and every send with `triggerTurn: true` is held
+ *   until the handler returns, as Pi holds it; `settleDone` waits for that return.
  *
  * `layerFake` provides `PiSession` and the control service `PiSessionFake` from one state.
  */
@@ -24,7 +27,10 @@ import {
 
 export type TurnPhase = "idle" | "busy" | "aborting"
 
-/** One successful `send` call, in call order. */
+/**
+ * One successful `send` call, in call order; a send held while a settle handler runs is
+ * recorded when Pi takes it, at the handler's return.
+ */
 export interface SentRecord {
   readonly message: CustomMessage
   readonly options: DeliveryOptions
@@ -69,6 +75,14 @@ export interface PiSessionFakeControl {
   readonly startTurn: Effect.Effect<void>
   /** Pi's `agent_settled`: the session becomes idle and every `awaitIdle` waiter completes. */
   readonly settle: (options?: { readonly aborted?: boolean }) => Effect.Effect<void>
+  /**
+   * Run `handler` as Pi runs an `agent_settled` handler of this package: meanwhile `settling`
+   * is true, `settleDone` waits, and turn-triggering sends (from any fiber) are held; they are
+   * written (or lost) in order once the handler has returned, whatever its outcome.
+   */
+  readonly settleHandler: <A, E, R>(handler: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /** Turn-triggering sends held by a running settle handler, oldest first. */
+  readonly heldSends: Effect.Effect<ReadonlyArray<CustomMessage>>
   /** Settles seen so far, oldest first. */
   readonly settles: Effect.Effect<ReadonlyArray<{ readonly aborted: boolean }>>
   /** Fibers currently blocked in `awaitIdle`. */
@@ -108,6 +122,10 @@ interface State {
   readonly abortHook: Effect.Effect<void> | null
   readonly settles: ReadonlyArray<{ readonly aborted: boolean }>
   readonly waiters: ReadonlyArray<Deferred.Deferred<void>>
+  /** Settle handlers running now (`settleHandler`). */
+  readonly handlers: number
+  readonly handlerWaiters: ReadonlyArray<Deferred.Deferred<void>>
+  readonly held: ReadonlyArray<readonly [CustomMessage, DeliveryOptions]>
   readonly lifecycle: Lifecycle
   readonly notifications: ReadonlyArray<Notification>
   readonly nextEntry: number
@@ -139,12 +157,37 @@ export const makeFake = (
       abortHook: null,
       settles: [],
       waiters: [],
+      handlers: 0,
+      handlerWaiters: [],
+      held: [],
       lifecycle: { shuttingDown: false, userHold: false },
       notifications: [],
       nextEntry: 1
     })
     const read = <A>(f: (s: State) => A) => Ref.get(state).pipe(Effect.map(f))
     const update = (f: (s: State) => State) => Ref.update(state, f)
+
+    /** Pi takes a sent message: written to the branch (a turn starts) or lost. */
+    const take = (s: State, message: CustomMessage, deliveryOptions: DeliveryOptions): State => {
+      const lost = s.phase === "aborting" && loseWhileAborting
+      const startedTurn = !lost && deliveryOptions.triggerTurn && s.phase === "idle"
+      const [entryId, next] = lost
+        ? [null, s]
+        : withEntry(s, {
+            customType: message.customType,
+            content: message.content,
+            details: message.details
+          })
+      const record: SentRecord = {
+        message,
+        options: deliveryOptions,
+        entryId,
+        sessionId: s.sessionId,
+        phase: s.phase,
+        startedTurn
+      }
+      return { ...next, sent: [...next.sent, record], phase: startedTurn ? "busy" : next.phase }
+    }
 
     const send: PiSessionService["send"] = (message, deliveryOptions) =>
       Ref.modify(state, (s): [SendFailed | null, State] => {
@@ -153,25 +196,32 @@ export const makeFake = (
           const error = new SendFailed({ message: "scripted send failure" })
           return [error, { ...s, failNext, failedSends: s.failedSends + 1 }]
         }
-        const lost = s.phase === "aborting" && loseWhileAborting
-        const startedTurn = !lost && deliveryOptions.triggerTurn && s.phase === "idle"
-        const [entryId, next] = lost
-          ? [null, s]
-          : withEntry(s, {
-              customType: message.customType,
-              content: message.content,
-              details: message.details
-            })
-        const record: SentRecord = {
-          message,
-          options: deliveryOptions,
-          entryId,
-          sessionId: s.sessionId,
-          phase: s.phase,
-          startedTurn
+        if (s.handlers > 0 && deliveryOptions.triggerTurn) {
+          return [null, { ...s, held: [...s.held, [message, deliveryOptions] as const] }]
         }
-        return [null, { ...next, sent: [...next.sent, record], phase: startedTurn ? "busy" : next.phase }]
+        return [null, take(s, message, deliveryOptions)]
       }).pipe(Effect.flatMap((error) => (error === null ? Effect.void : Effect.fail(error))))
+
+    const settleDone: PiSessionService["settleDone"] = Effect.flatMap(Deferred.make<void>(), (waiter) =>
+      Ref.modify(state, (s): [Effect.Effect<void>, State] =>
+        s.handlers === 0
+          ? [Effect.void, s]
+          : [Deferred.await(waiter), { ...s, handlerWaiters: [...s.handlerWaiters, waiter] }]
+      ).pipe(Effect.flatten)
+    )
+
+    const enterHandler = update((s) => ({ ...s, handlers: s.handlers + 1 }))
+    /** The last running handler returned: Pi takes the held sends, then the waiters go on. */
+    const leaveHandler = Ref.modify(state, (s): [ReadonlyArray<Deferred.Deferred<void>>, State] => {
+      const handlers = s.handlers - 1
+      if (handlers > 0) return [[], { ...s, handlers }]
+      const taken = s.held.reduce<State>((acc, [message, options]) => take(acc, message, options), {
+        ...s,
+        handlers,
+        held: []
+      })
+      return [s.handlerWaiters, { ...taken, handlerWaiters: [] }]
+    }).pipe(Effect.flatMap((waiters) => Effect.forEach(waiters, (w) => Deferred.succeed(w, undefined))))
 
     const awaitIdle: PiSessionService["awaitIdle"] = Effect.flatMap(Deferred.make<void>(), (waiter) =>
       Ref.modify(state, (s): [Effect.Effect<void>, State] =>
@@ -191,6 +241,8 @@ export const makeFake = (
       sessionId: read((s) => s.sessionId),
       isIdle: read((s) => s.phase === "idle"),
       awaitIdle,
+      settling: read((s) => s.handlers > 0),
+      settleDone,
       send,
       branch: read(currentBranch),
       abort,
@@ -221,6 +273,13 @@ export const makeFake = (
       phase: read((s) => s.phase),
       startTurn: update((s) => ({ ...s, phase: s.phase === "idle" ? "busy" : s.phase })),
       settle,
+      settleHandler: (handler) =>
+        Effect.acquireUseRelease(
+          enterHandler,
+          () => handler,
+          () => leaveHandler
+        ),
+      heldSends: read((s) => s.held.map(([message]) => message)),
       settles: read((s) => s.settles),
       waiting: read((s) => s.waiters.length),
       failNextSends: (n) => update((s) => ({ ...s, failNext: Math.max(0, Math.trunc(n)) })),

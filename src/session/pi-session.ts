@@ -51,6 +51,17 @@ export interface PiSessionService {
    * next `agent_settled`. An aborting turn is not idle until it settles.
    */
   readonly awaitIdle: Effect.Effect<void>
+  /**
+   * True while an `agent_settled` handler of this package runs. Pi reports the session idle
+   * then, but holds every turn-triggering send made meanwhile until the handlers return.
+   */
+  readonly settling: Effect.Effect<boolean>
+  /**
+   * Completes when no `agent_settled` handler of this package runs: at once if none runs now,
+   * otherwise when the running one returns. Natural delivery waits for it before it sends
+   * (docs/protocol.md, rule 4); code running inside the handler must not.
+   */
+  readonly settleDone: Effect.Effect<void>
   readonly send: (message: CustomMessage, options: DeliveryOptions) => Effect.Effect<void, SendFailed>
   /** Custom messages on the current branch, oldest first. */
   readonly branch: Effect.Effect<ReadonlyArray<BranchMessage>>

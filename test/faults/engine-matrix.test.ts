@@ -321,7 +321,7 @@ const action = (name: Action, fault: FaultCase) =>
         const runId = yield* startAtStep(a, "patient")
         yield* underFault(submitted)
         yield* fake.settle()
-        return yield* judge(a, runId, "completed", 0)
+        return yield* judge(a, runId, "completed", 1)
       }
       case "cancel": {
         const runId = yield* startAtStep(a, "patient")
@@ -340,7 +340,7 @@ const action = (name: Action, fault: FaultCase) =>
         )
         expect((yield* command(a, { _tag: "resume", runId })).isError).toBe(false)
         yield* secondStep
-        return yield* judge(a, runId, "completed", 0)
+        return yield* judge(a, runId, "completed", 1)
       }
       case "resume": {
         const runId = yield* startAtStep(a, "two")
@@ -354,7 +354,7 @@ const action = (name: Action, fault: FaultCase) =>
         )
         yield* underFault(command(a, { _tag: "resume", runId }))
         yield* secondStep
-        return yield* judge(a, runId, "completed", 0)
+        return yield* judge(a, runId, "completed", 1)
       }
       case "start": {
         yield* underFault(tool(a, { _tag: "start", workflow: "crash", input: {} }))

@@ -164,8 +164,15 @@ const scenario = (origin: "tool" | "command", ending: Ending, late: boolean) =>
     yield* until(runState(b, runId), (state) => state === endState[ending], `run ${endState[ending]}`)
     const seen = late ? yield* noticed : afterAbort
     const intentId = seen[0]?.intentId ?? ""
-    // A run that failed before A noticed owes its own terminal turn: A's abort keeps that intent.
-    const cause = late && ending === "fails before prompting" ? "failed" : "claimLost"
+    // A run that failed or completed before A noticed owes its own terminal turn: A's abort
+    // keeps that intent (a completed run's is answered by its presentation).
+    const cause = !late
+      ? "claimLost"
+      : ending === "fails before prompting"
+        ? "failed"
+        : ending === "completes"
+          ? "completed"
+          : "claimLost"
 
     // Both sessions settle and start again (reconciliation); whoever owes a successor pays it.
     for (let round = 0; round < 2; round++) {
@@ -181,13 +188,15 @@ const scenario = (origin: "tool" | "command", ending: Ending, late: boolean) =>
     )
     // One intent for the one interruption: A's, reused; never a second one (cause `failed`).
     expect(rows.map((i) => [i.intentId, i.cause])).toEqual([[intentId, cause]])
-    expect(rows[0]?.resolution).toBe(ending === "completes" && !late ? "workflowPrompt" : "fallback")
+    expect(rows[0]?.resolution).toBe(
+      ending === "completes" ? (late ? "presentation" : "workflowPrompt") : "fallback"
+    )
 
     // What the model saw: exactly one message carrying it, across both processes' branches.
     const branches = [...(yield* observe(a)).branch, ...(yield* observe(b)).branch]
     expect(branches.filter((m) => carries(m.details, intentId))).toHaveLength(1)
     const fallbacks = branches.filter((m) => m.customType === FALLBACK)
-    expect(fallbacks).toHaveLength(ending === "completes" && !late ? 0 : 1)
+    expect(fallbacks).toHaveLength(ending === "completes" ? 0 : 1)
   }).pipe(Effect.scoped)
 
 describe("claim transfer between two real processes on one database file", () => {

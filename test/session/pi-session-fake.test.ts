@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
+import { Deferred, Effect, Fiber } from "effect"
 import { layerFake, PiSessionFake } from "../../src/session/pi-session-fake.ts"
 import { PiSession } from "../../src/session/pi-session.ts"
 
@@ -31,6 +31,39 @@ describe("PiSession fake", () => {
           ["b", "busy", false]
         ])
         expect((yield* session.branch).map((e) => e.content)).toEqual(["a", "b"])
+      })
+    )
+  )
+
+  it.effect("a settle handler holds triggering sends until it returns; settleDone waits for it", () =>
+    withFake(
+      Effect.gen(function* () {
+        const session = yield* PiSession
+        const fake = yield* PiSessionFake
+        const gate = yield* Deferred.make<void>()
+        const handler = yield* Effect.fork(
+          fake.settleHandler(Effect.zipRight(fake.settle(), Deferred.await(gate)))
+        )
+        yield* Effect.yieldNow()
+        const done = yield* Effect.fork(session.settleDone)
+        expect([yield* session.isIdle, yield* session.settling]).toEqual([true, true])
+        yield* session.send(message("held"), followUp)
+        yield* session.send(message("note"), passive)
+        // Only the passive message is written; the triggering one waits for the handler.
+        expect((yield* session.branch).map((e) => e.content)).toEqual(["note"])
+        expect((yield* fake.heldSends).map((m) => m.content)).toEqual(["held"])
+        expect(done.unsafePoll()).toBeNull()
+        yield* Deferred.succeed(gate, undefined)
+        yield* Fiber.join(handler)
+        yield* Fiber.join(done)
+        expect(yield* session.settling).toBe(false)
+        expect((yield* session.branch).map((e) => e.content)).toEqual(["note", "held"])
+        expect(yield* fake.heldSends).toEqual([])
+        expect((yield* fake.sent).map((r) => [r.message.content, r.startedTurn])).toEqual([
+          ["note", false],
+          ["held", true]
+        ])
+        expect(yield* session.isIdle).toBe(false)
       })
     )
   )
