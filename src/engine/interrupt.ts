@@ -166,6 +166,35 @@ export const terminal = (
     )
   })
 
+/**
+ * The agent cancelled the run while no agent turn of it was open (a compute step, between steps,
+ * or a run parked and resumed before the cancel was applied): no turn to abort, but the run's end
+ * owes its terminal turn, as when the agent cancels a run no runner holds. The provenance goes on
+ * the row first, so a crash before the end leaves it for the next owner's cancel and
+ * reconciliation; an abort still outstanding is kept and reused (one interruption, one intent).
+ */
+export const recordAgentCancel = (
+  deps: RunnerDeps,
+  run: ActiveRun,
+  at: { readonly nodeId: string | null; readonly attemptId: string | null }
+) =>
+  Effect.gen(function* () {
+    const memory = yield* Ref.get(run.memory)
+    if (memory.outstanding !== null) return
+    const provenance = {
+      cause: "agentCancelled" as const,
+      nodeId: at.nodeId,
+      attemptId: at.attemptId,
+      interruption: memory.interruptions
+    }
+    yield* deps.store.recordInterruption(run.fence, provenance)
+    yield* Ref.update(run.memory, (m) => ({
+      ...m,
+      interruptions: m.interruptions + 1,
+      outstanding: provenance
+    }))
+  })
+
 /** Claim loss: if a turn is working on our request it must stop (handoff provenance). No terminal event. */
 export const onClaimLost = (deps: RunnerDeps, run: ActiveRun) =>
   Effect.gen(function* () {

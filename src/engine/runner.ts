@@ -10,7 +10,7 @@ import type { ClaimLost } from "../store/run-errors.ts"
 import type { RunError, StepOutcome, StepRecord, StepUpdate } from "../store/run-store.ts"
 import { type ActiveRun, newId, type RunnerDeps, type StopRequest, type VisitState } from "./active-run.ts"
 import type { NodeResult } from "./definition.ts"
-import { interrupt, onClaimLost, terminal } from "./interrupt.ts"
+import { interrupt, onClaimLost, recordAgentCancel, terminal } from "./interrupt.ts"
 import { presentRun } from "./presentation.ts"
 import { decide } from "./routing.ts"
 import { deadlineOrigin, SUPERSEDED } from "./step-deadline.ts"
@@ -113,7 +113,9 @@ const onStop = (
   deps: RunnerDeps,
   run: ActiveRun,
   visit: VisitState | null,
-  stop: StopRequest
+  stop: StopRequest,
+  /** The node the run stands at when no visit is in flight (a step boundary). */
+  boundaryNode: string | null = null
 ): Effect.Effect<null, ClaimLost | StoreFailure> =>
   Effect.gen(function* () {
     if (stop._tag === "ClaimLost") return yield* onClaimLost(deps, run)
@@ -139,20 +141,8 @@ const onStop = (
         const reason = `cancelled by the ${stop.by}`
         if (stop.by === "agent" && activeTurn && visit !== null) {
           yield* interrupt(deps, run, visit, "agentCancelled", reason)
-        } else if (stop.by === "agent" && (yield* Ref.get(run.memory)).outstanding === null) {
-          // No step turn to stop, but the agent's cancel still owes the run's terminal turn:
-          // its provenance goes on the row first, so the ended row carries the debt.
-          const provenance = {
-            cause: "agentCancelled" as const,
-            ...at,
-            interruption: (yield* Ref.get(run.memory)).interruptions
-          }
-          yield* deps.store.recordInterruption(run.fence, provenance)
-          yield* Ref.update(run.memory, (m) => ({
-            ...m,
-            interruptions: m.interruptions + 1,
-            outstanding: provenance
-          }))
+        } else if (stop.by === "agent") {
+          yield* recordAgentCancel(deps, run, { nodeId: at.nodeId ?? boundaryNode, attemptId: at.attemptId })
         }
         const ended = yield* deps.store.settle(run.fence, {
           ...settleVisit(outcome("cancelled", reason), "cancelled"),
@@ -230,12 +220,12 @@ const settleVisit = (deps: RunnerDeps, run: ActiveRun, started: VisitState, raw:
 const boundary = (deps: RunnerDeps, run: ActiveRun, nodeId: string, deadlineFrom: number | null) =>
   Effect.gen(function* () {
     const pending = yield* Deferred.poll(run.stop)
-    if (Option.isSome(pending)) return yield* onStop(deps, run, null, yield* pending.value)
+    if (Option.isSome(pending)) return yield* onStop(deps, run, null, yield* pending.value, nodeId)
     const record = yield* deps.store.get(run.runId)
     if (Option.isNone(record) || record.value.claimToken !== run.fence.token)
       return yield* onClaimLost(deps, run)
     if (record.value.cancelRequested !== null) {
-      return yield* onStop(deps, run, null, { _tag: "Cancel", by: record.value.cancelRequested })
+      return yield* onStop(deps, run, null, { _tag: "Cancel", by: record.value.cancelRequested }, nodeId)
     }
     if (record.value.pauseRequested) {
       yield* deps.store.settle(run.fence, { next: { _tag: "Hold" } })
@@ -319,6 +309,11 @@ const renewals = (deps: RunnerDeps, run: ActiveRun) =>
       StoreFailure: (error) =>
         Effect.logWarning(`workflow run ${run.runId}: lease renewal failed: ${error.message}`)
     }),
+    // A renewal that dies (a driver throw) must not end the renewals: the runner goes on holding
+    // the run, and without them its lease would run out under a live runner nobody takes over.
+    Effect.catchAllDefect((defect) =>
+      Effect.logWarning(`workflow run ${run.runId}: lease renewal failed: ${String(defect)}`)
+    ),
     Effect.schedule(Schedule.spaced(deps.settings.renewEveryMs))
   )
 

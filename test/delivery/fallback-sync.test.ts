@@ -176,3 +176,62 @@ describe("fallback sync", () => {
     })
   )
 })
+
+describe("one run, several intents: one successor turn (src/delivery/sibling-intents.ts)", () => {
+  it.scoped("a claim loss and then the agent's cancel: one fallback answers both intents", () =>
+    Effect.gen(function* () {
+      const h = yield* makeHarness()
+      // The old owner's claim loss (a new owner continues), then the agent cancels under it.
+      const lost = yield* h.events.publish(interrupted("claimLost"))
+      yield* TestClock.adjust(1_000)
+      const cancel = provenance("agentCancelled", { attemptId: "attempt-2", interruption: 1 })
+      yield* h.events.publish(terminal("cancelled", cancel))
+      // Reconciliation makes the stranded claim-loss intent eligible: the run has ended.
+      yield* h.store.makeEligible({ intentId: lost.intentId ?? "" })
+      for (let i = 0; i < 4; i++) yield* h.settle()
+      const fallbacks = yield* h.sentOfType(FALLBACK)
+      expect(fallbacks).toHaveLength(1)
+      expect(fallbacks[0]?.message.details).toMatchObject({ cause: "agentCancelled" })
+      const intents = yield* h.intents
+      expect(intents.map((i) => i.resolution)).toEqual(["fallback", "fallback"])
+      // Both name the one message in the branch.
+      expect(new Set(intents.map((i) => i.resolutionMessageId)).size).toBe(1)
+    })
+  )
+
+  it.scoped("a claim loss reported after the run's terminal turn went out gets no second turn", () =>
+    Effect.gen(function* () {
+      const h = yield* makeHarness()
+      const cancel = provenance("agentCancelled", { attemptId: "attempt-2", interruption: 1 })
+      yield* h.events.publish(terminal("cancelled", cancel))
+      expect((yield* h.settle()).delivered).toHaveLength(1)
+      yield* TestClock.adjust(1_000)
+      // The old owner notices its claim loss only now; the run has ended (handoff ended).
+      const late = yield* h.events.publish({
+        _tag: "HandoffEnded",
+        run: run(),
+        provenance: provenance("claimLost"),
+        observedState: "cancelled",
+        reason: null
+      })
+      for (let i = 0; i < 3; i++) yield* h.settle()
+      expect(yield* h.sentOfType(FALLBACK)).toHaveLength(1)
+      const covered = (yield* h.intents).find((i) => i.intentId === late.intentId)
+      expect(covered).toMatchObject({ resolution: "fallback" })
+    })
+  )
+
+  it.scoped("intents of one run resolved before a later event do not answer it", () =>
+    Effect.gen(function* () {
+      const h = yield* makeHarness()
+      // A parked run's interruption got its fallback; the run resumed and later failed.
+      yield* h.events.publish(terminal("cancelled", provenance("agentCancelled")))
+      expect((yield* h.settle()).delivered).toHaveLength(1)
+      yield* TestClock.adjust(1_000)
+      const later = provenance("timedOut", { attemptId: "attempt-2", interruption: 1 })
+      yield* h.events.publish(terminal("timed_out", later))
+      expect((yield* h.settle()).delivered).toHaveLength(1)
+      expect(yield* h.sentOfType(FALLBACK)).toHaveLength(2)
+    })
+  )
+})

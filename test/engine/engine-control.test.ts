@@ -50,7 +50,7 @@ describe("agent and user cancellation", () => {
   )
 
   it.scoped(
-    "agent cancel with no open request owes the run's terminal turn; user cancel publishes Quiet",
+    "agent cancel during a compute step owes the terminal turn (no abort); user cancel publishes Quiet",
     () =>
       Effect.gen(function* () {
         const started = { n: 0 }
@@ -72,14 +72,18 @@ describe("agent and user cancellation", () => {
         const first = yield* h.launch("slow")
         yield* waitUntil(() => started.n === 1)
         expect((yield* h.engine.cancel(first, { by: "agent" })).state).toBe("cancelled")
-        // No turn to stop: the cancel's provenance is on the row, and the terminal event reuses it.
-        const [ended] = yield* h.events
-        expect(ended).toMatchObject({
-          _tag: "RunTerminal",
-          state: "cancelled",
-          provenance: { cause: "agentCancelled", nodeId: "work" }
-        })
-        expect(Option.getOrThrow(yield* h.store.get(first))).toMatchObject({ abortPending: true })
+        // No agent turn of the run is open, so nothing is aborted; the run's end still owes the
+        // model its terminal turn (spec 004), and the provenance is on the row for reconciliation.
+        const record = Option.getOrThrow(yield* h.store.get(first))
+        const provenance = {
+          cause: "agentCancelled",
+          nodeId: "work",
+          attemptId: record.currentAttemptId,
+          interruption: 0
+        }
+        expect(record.abort).toEqual(provenance)
+        expect(eventTags(yield* h.events)).toEqual(["RunTerminal:cancelled"])
+        expect(yield* h.events).toMatchObject([{ _tag: "RunTerminal", state: "cancelled", provenance }])
         const second = yield* h.launch("slow", {}, "command")
         yield* waitUntil(() => started.n === 2)
         yield* h.engine.cancel(second, { by: "user" })

@@ -30,7 +30,8 @@ const IntentRow = Schema.Struct({
   cause: Schema.String,
   eligible_at: Schema.NullOr(Schema.String),
   resolved_at: Schema.NullOr(Schema.String),
-  resolution: Schema.NullOr(Schema.String)
+  resolution: Schema.NullOr(Schema.String),
+  resolution_message_id: Schema.NullOr(Schema.String)
 })
 const RunRow = Schema.Struct({
   run_id: Schema.String,
@@ -166,7 +167,7 @@ export const runEngineSchedule = async (
     }
     for (const i of intents) {
       trace.push(
-        `    intent ${short(i.intent_id)}: run ${i.run_id.slice(-10)} ${i.cause} eligible=${i.eligible_at !== null} → ${i.resolution}`
+        `    intent ${short(i.intent_id)}: run ${i.run_id.slice(-10)} ${i.cause} eligible=${i.eligible_at !== null} → ${i.resolution} ${i.resolution_message_id?.slice(-8) ?? ""}`
       )
     }
     // 1. one intent → at most one message
@@ -197,7 +198,19 @@ export const runEngineSchedule = async (
         violations.push(`intent ${short(i.intent_id)} (${i.cause}) eligible but never delivered`)
       }
       if (i.resolution !== null) {
-        const backing = branch.filter((m) => field(m.details, "turnIntentId") === i.intent_id)
+        // A sibling's message answers a covered intent (src/delivery/sibling-intents.ts): the
+        // intent stores that message's identity; the group sharing it needs one message.
+        const group = new Set(
+          intents
+            .filter(
+              (s) =>
+                s.run_id === i.run_id &&
+                s.resolution === i.resolution &&
+                s.resolution_message_id === i.resolution_message_id
+            )
+            .map((s) => s.intent_id)
+        )
+        const backing = branch.filter((m) => group.has(field(m.details, "turnIntentId") ?? ""))
         if (backing.length !== 1 || backing[0]?.customType !== KIND_OF_RESOLUTION[i.resolution]) {
           violations.push(
             `intent ${short(i.intent_id)} resolved by ${i.resolution} but the branch holds ${backing.map((m) => m.customType).join(",") || "nothing"}`

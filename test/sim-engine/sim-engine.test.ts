@@ -27,6 +27,34 @@ describe("engine simulation", () => {
     }
   })
 
+  it("one run never gets two terminal messages, nor loses one to a sibling intent (seeds 666, 896, 1808, 1911, 426, 1572)", async () => {
+    // Each run owned two intents (a claim loss, or a timeout whose recovery prompt went out
+    // without its intent, then the agent's cancel), and each got its own fallback. Sibling
+    // intents of one run now share one turn (src/delivery/sibling-intents.ts). 426 and 1572
+    // failed under earlier versions of that rule (a late claim loss after a presentation; an
+    // older prompt resolution in the same millisecond taken to answer the agent's cancel).
+    for (const seed of [666, 896, 1808, 1911, 426, 1572]) {
+      const result = await runEngineSeed(seed)
+      expect(result.violations).toEqual([])
+    }
+  }, 60_000)
+
+  it("an agent cancel the runner applies between steps owes its terminal turn (seeds 794, 1339, 1494, 2202, 2211, 861, 2500)", async () => {
+    // The runner applied the agent's cancel at a step boundary (the run was parked or between
+    // steps) without provenance, so the model never heard of the cancelled run.
+    for (const seed of [794, 1339, 1494, 2202, 2211, 861, 2500]) {
+      const result = await runEngineSeed(seed)
+      expect(result.violations).toEqual([])
+    }
+  }, 60_000)
+
+  it("a lease renewal that dies does not leave a live runner's run claimed past its lease (seeds 747, 1058, 2425)", async () => {
+    for (const seed of [747, 1058, 2425]) {
+      const result = await runEngineSeed(seed)
+      expect(result.violations).toEqual([])
+    }
+  }, 60_000)
+
   it("the checker catches a world that sends every resolving message twice, or drops fallbacks", async () => {
     const caught = { doubleSend: 0, dropFallback: 0 }
     for (const seed of QUICK_SEEDS.slice(0, 30)) {

@@ -11,6 +11,7 @@ import { layerFromDefinitions, WorkflowRegistry, type WorkflowEntry } from "../.
 import { layerRecording, SourceEvents } from "../../../src/interruption/source-events.ts"
 import { RunStore } from "../../../src/store/run-store.ts"
 import { layerSqlite } from "../../../src/store/run-store-sqlite.ts"
+import * as StoreFaults from "../../../src/testing/store-faults.ts"
 import { tempDbPath } from "../../support/temp-db.ts"
 import { makeRecordingCoordinator } from "./fake-coordinator.ts"
 
@@ -21,6 +22,8 @@ export interface HarnessOptions {
   readonly filename?: string
   /** The warning `publish` returns per event (the core's "guarantee lost"); none by default. */
   readonly warning?: (event: SourceEvent) => string | null
+  /** Put the RunStore behind a fault script (`faults` on the harness). */
+  readonly runStoreFaults?: boolean
 }
 
 export const SESSION = "session-1"
@@ -30,8 +33,11 @@ export const makeHarness = (options: HarnessOptions) =>
     const filename = options.filename ?? (yield* tempDbPath)
     const coordinator = yield* makeRecordingCoordinator
     const events = yield* Ref.make<ReadonlyArray<SourceEvent>>([])
+    const runStore = options.runStoreFaults
+      ? StoreFaults.layerRun.pipe(Layer.provide(layerSqlite({ filename })))
+      : layerSqlite({ filename })
     const ports = Layer.mergeAll(
-      layerSqlite({ filename }),
+      runStore,
       layerFromDefinitions(options.definitions),
       coordinator.layer,
       options.warning === undefined
@@ -49,6 +55,7 @@ export const makeHarness = (options: HarnessOptions) =>
       filename,
       engine,
       store: Context.get(context, RunStore),
+      faults: Context.getOption(context, StoreFaults.RunStoreFaults),
       registry: Context.get(context, WorkflowRegistry),
       coordinator,
       events: Ref.get(events),
