@@ -14,14 +14,11 @@
  * 6. resolve it only if the branch already shows it; otherwise keep the claim (step 1 of a later
  *    pass resolves it).
  *
- * An intent whose run has a natural delivery in progress is left to that delivery. An intent
- * whose run has another intent in the session follows `sibling-intents.ts`: covered by a newer
- * resolution (resolved with that message's identity, not sent), or left to a newer pending one.
+ * An intent whose run has a natural delivery in progress is left to that delivery.
  */
 import { Effect, Either } from "effect"
 import type { InvalidInput, StoreFailure } from "../domain/errors.ts"
 import type { TurnIntent } from "../domain/turn-intent.ts"
-import { MAX_LIST_LIMIT } from "../store/turn-intent-store.ts"
 import { findResolvingMessage } from "./branch-repair.ts"
 import type { SyncReport, SyncTrigger } from "./coordinator.ts"
 import {
@@ -35,7 +32,6 @@ import {
   unconfirmedOf
 } from "./delivery-env.ts"
 import { FALLBACK_DELIVERY } from "./fallback-message.ts"
-import { siblingVerdict } from "./sibling-intents.ts"
 
 /** How many eligible intents one pass claims (all but one are released before the send). */
 export const CLAIM_BATCH = 16
@@ -88,26 +84,7 @@ export const syncPass =
           yield* letGo(intent)
           continue
         }
-        // One turn per run: another intent of the run may answer this one, or be about to.
-        const siblings = yield* env.store.list({
-          runId: intent.runId,
-          targetSessionId: sessionId,
-          state: "all",
-          limit: MAX_LIST_LIMIT
-        })
-        const verdict = siblingVerdict(intent, siblings)
-        if (verdict._tag === "Covered") {
-          const by = verdict.by
-          const resolved =
-            by.resolution === null || by.resolutionMessageId === null
-              ? null
-              : yield* resolveIntent(env, intent, token, by.resolution, by.resolutionMessageId)
-          if (resolved !== null && Either.isRight(resolved)) repaired.push(intent.intentId)
-          else yield* letGo(intent)
-          continue
-        }
-        if (verdict._tag === "Wait") yield* letGo(intent)
-        else chosen = intent
+        chosen = intent
       }
       if (chosen === null) return { delivered: [], repaired, failed, skipped: null }
       // The lifecycle can change while this pass runs: check right before the send.
