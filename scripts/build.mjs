@@ -66,20 +66,17 @@ const encodeVlq = (values) => {
 /**
  * Keep a bundle's source map to our own modules: the mappings into node_modules (Effect) are
  * most of the map, and a stack frame inside Effect is better read in the bundle than in a map
- * to sources the user does not have.
+ * to sources the user does not have. Our sources are not inlined: the package ships `src/`,
+ * which the map's relative paths point to (the tarball stays under 1 MB).
  */
 const ownSourcesOnly = (mapFile) => {
   const map = JSON.parse(readFileSync(mapFile, "utf8"))
   const keep = map.sources.map((source) => !source.includes("node_modules/"))
   const index = []
   const sources = []
-  const sourcesContent = []
   map.sources.forEach((source, i) => {
     index.push(keep[i] ? sources.length : -1)
-    if (keep[i]) {
-      sources.push(source)
-      sourcesContent.push(map.sourcesContent?.[i] ?? null)
-    }
+    if (keep[i]) sources.push(source)
   })
   const names = []
   const nameIndexes = new Map()
@@ -118,7 +115,7 @@ const ownSourcesOnly = (mapFile) => {
   })
   writeFileSync(
     mapFile,
-    JSON.stringify({ ...map, sources, sourcesContent, names, mappings: lines.join(";") })
+    JSON.stringify({ ...map, sourcesContent: undefined, sources, names, mappings: lines.join(";") })
   )
 }
 
