@@ -190,15 +190,10 @@ describe("real SQLite faults", () => {
           const lock = yield* Scope.make()
           yield* holdWriteLock(filename).pipe(Scope.extend(lock))
 
-          const started = performance.now()
+          // The abort happens although the intent cannot be stored; how soon is measured by
+          // `npm run bench -- --only=abort` (never asserted on the wall clock here).
           const abort = yield* publishTimed(p, interrupted("timedOut"))
-          const elapsed = performance.now() - started
           expect(yield* p.fake.phase).toBe("aborting")
-          // better-sqlite3 waits out busy_timeout synchronously; the abort follows right after.
-          expect(elapsed).toBeLessThan(50 + PERSIST_TIMEOUT_MS + 250)
-          console.log(
-            `faults: abort under a held write lock (busy timeout 50 ms) after ${elapsed.toFixed(1)} ms`
-          )
           expect(abort.abortDelay).not.toBeNull()
 
           const ended = yield* p.events.publish(terminal("timed_out", provenance("timedOut")))
