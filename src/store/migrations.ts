@@ -9,25 +9,9 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type * as SqlError from "@effect/sql/SqlError"
 import { Effect } from "effect"
 import { turnIntentsTable } from "./schema.ts"
+import { TURN_INTENT_COLUMNS } from "./turn-intent-rows.ts"
 
-const TURN_INTENT_COLUMNS = [
-  "intent_id",
-  "source_event_id",
-  "run_id",
-  "workflow_ref",
-  "target_session_id",
-  "cause",
-  "node_id",
-  "attempt_id",
-  "fallback_facts_json",
-  "requested_at",
-  "eligible_at",
-  "resolved_at",
-  "resolution",
-  "resolution_message_id",
-  "delivery_claim_token",
-  "delivery_claim_expires_at"
-].join(", ")
+const COLUMN_LIST = TURN_INTENT_COLUMNS.join(", ")
 
 /**
  * `workflow_turn_intents.cause` gained `completed` (a completed run's terminal turn intent).
@@ -44,8 +28,8 @@ export const upgradeTurnIntentCauses = (
     yield* sql.unsafe("DROP TABLE IF EXISTS workflow_turn_intents_next")
     yield* sql.unsafe(turnIntentsTable("workflow_turn_intents_next"))
     yield* sql.unsafe(
-      `INSERT INTO workflow_turn_intents_next (${TURN_INTENT_COLUMNS})
-       SELECT ${TURN_INTENT_COLUMNS} FROM workflow_turn_intents`
+      `INSERT INTO workflow_turn_intents_next (${COLUMN_LIST})
+       SELECT ${COLUMN_LIST} FROM workflow_turn_intents`
     )
     yield* sql.unsafe("DROP TABLE workflow_turn_intents")
     yield* sql.unsafe("ALTER TABLE workflow_turn_intents_next RENAME TO workflow_turn_intents")

@@ -11,7 +11,8 @@ import { Cause, Resolution, type TurnIntent } from "../domain/turn-intent.ts"
 export const CAUSES: ReadonlySet<string> = new Set(Cause.literals)
 export const RESOLUTIONS: ReadonlySet<string> = new Set(Resolution.literals)
 
-const COLUMNS = [
+/** Every column of `workflow_turn_intents`, in table order (rows are checked against it). */
+export const TURN_INTENT_COLUMNS = [
   "intent_id",
   "source_event_id",
   "run_id",
@@ -71,8 +72,8 @@ const decode = (value: unknown): TurnIntent => {
   if (!isRow(value)) throw new BadRow("not a row")
   // Every column is read below, so the count alone rules out extra ones.
   const keys = Object.keys(value)
-  if (keys.length !== COLUMNS.length)
-    throw new BadRow(`expected ${COLUMNS.length} columns, got ${keys.join(", ")}`)
+  if (keys.length !== TURN_INTENT_COLUMNS.length)
+    throw new BadRow(`expected ${TURN_INTENT_COLUMNS.length} columns, got ${keys.join(", ")}`)
   const facts = parseStoredFacts(text(value, "fallback_facts_json"))
   if (typeof facts === "string") throw new BadRow(`fallback_facts_json: ${facts}`)
   return {
