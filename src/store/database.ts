@@ -1,7 +1,7 @@
 /**
  * The controller database: one SQLite file in WAL mode shared by every store of this package
- * (turn intents, runs, queue). Opening it sets the pragmas, refuses incompatible state and runs
- * the idempotent schema once.
+ * (turn intents, runs, queue). Opening it sets the pragmas, refuses incompatible state and
+ * brings the schema to this release's version (`schema-versions.ts`, `migrations.ts`).
  *
  * The layer owns the better-sqlite3 handle and builds the @effect/sql client over it, so the two
  * access paths below share one connection and one transaction state:
@@ -20,8 +20,16 @@ import * as Statement from "@effect/sql/Statement"
 import Sqlite from "better-sqlite3"
 import { Context, Effect, Layer, Option, Scope } from "effect"
 import { IncompatibleStore, LegacyLaunchNotifications, StoreFailure } from "../domain/errors.ts"
-import { upgradeTurnIntentCauses } from "./migrations.ts"
-import { CONTROLLER_SCHEMA, controllerSchemaStatements } from "./schema.ts"
+import { migrations } from "./migrations.ts"
+import { CONTROLLER_SCHEMA } from "./schema.ts"
+import {
+  compareVersions,
+  knownVersions,
+  newerSchema,
+  olderSchema,
+  recordedVersions,
+  runMigrator
+} from "./schema-versions.ts"
 import { executeFailed, isBusyError, makeConnection, retryBusy, withLockBudget } from "./sqlite-connection.ts"
 import { asStoreFailure, storeFailure } from "./store-errors.ts"
 
@@ -138,7 +146,10 @@ export const legacyLaunchFailures: Effect.Effect<number, StoreFailure, SqlClient
   }
 ).pipe(Effect.mapError(storeFailure("legacyLaunchFailures")))
 
-/** A read-only open: the file must be a controller database of this schema version. */
+/** The schema versions this release knows (`migrations.ts`). */
+const KNOWN = knownVersions(migrations)
+
+/** A read-only open: the file must be a controller database at exactly this schema version. */
 const schemaCheck = (sql: SqlClient.SqlClient, filename: string) =>
   Effect.gen(function* () {
     const tables = yield* sql<{ name: string }>`
@@ -152,7 +163,10 @@ const schemaCheck = (sql: SqlClient.SqlClient, filename: string) =>
     const rows = yield* sql<{ value: string }>`SELECT value FROM pi_workflows_metadata WHERE key = 'schema'`
     const found = rows[0]?.value ?? "(none)"
     if (found !== CONTROLLER_SCHEMA) return yield* new IncompatibleStore({ databasePath: filename, found })
-  })
+    const versions = compareVersions(KNOWN, yield* recordedVersions)
+    if (versions._tag === "Newer") return yield* newerSchema(filename, KNOWN, versions.unknown)
+    if (versions._tag === "Behind") return yield* olderSchema(filename, versions.missing)
+  }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
 
 /** Open the file in WAL mode; better-sqlite3 throws (missing directory, not a database): keep it typed. */
 const openHandle = (filename: string, readonly: boolean) =>
@@ -247,15 +261,23 @@ const open = (options: DatabaseOptions) =>
       }
     }
 
-    const migrate = immediate(
-      Effect.gen(function* () {
-        yield* legacyCheck(sql, options.filename)
-        yield* upgradeTurnIntentCauses(sql)
-        for (const statement of controllerSchemaStatements) yield* sql.unsafe(statement)
-        yield* sql`INSERT INTO pi_workflows_metadata (key, value) VALUES ('schema', ${CONTROLLER_SCHEMA})
-          ON CONFLICT (key) DO NOTHING`
-      })
-    )
+    // A file at this version is only read (no lock, no DDL); otherwise one BEGIN IMMEDIATE
+    // transaction checks again and migrates, so of processes opening a file at once exactly one
+    // applies each migration and the others find it recorded.
+    const migrate = Effect.gen(function* () {
+      const before = compareVersions(KNOWN, yield* recordedVersions)
+      if (before._tag === "Current") return
+      if (before._tag === "Newer") return yield* newerSchema(options.filename, KNOWN, before.unknown)
+      yield* immediate(
+        Effect.gen(function* () {
+          const now = compareVersions(KNOWN, yield* recordedVersions)
+          if (now._tag === "Current") return
+          if (now._tag === "Newer") return yield* newerSchema(options.filename, KNOWN, now.unknown)
+          yield* legacyCheck(sql, options.filename)
+          yield* runMigrator(migrations)
+        })
+      )
+    }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
     // SQLite's own busy handler would wait synchronously, blocking the event loop: fail at once
     // and let `retryBusy` wait asynchronously (up to `busyTimeoutMs`) instead.
     const busyTimeout = sql.unsafe("PRAGMA busy_timeout = 0")

@@ -1,21 +1,32 @@
 /**
- * Upgrades of controller databases written by earlier versions, run inside the opening
- * transaction before the idempotent DDL. SQLite cannot change a CHECK constraint in place, so a
- * table whose constraint predates a value is rebuilt: new table, copy, drop, rename. The DDL that
- * follows recreates the indexes and triggers the drop removed. Each upgrade recognises the old
- * shape from the stored DDL itself, so running it again changes nothing.
+ * The SQLite controller database's schema versions, for @effect/sql's Migrator
+ * (`schema-versions.ts` decides when they run). Each entry runs once per file, in order, inside
+ * the opening BEGIN IMMEDIATE transaction, and is recorded in `effect_sql_migrations`.
+ *
+ * Both are written to also adopt a file of a release that predates versioning (its tables
+ * exist, nothing is recorded): version 1 is idempotent DDL, so it creates only what such a file
+ * lacks; version 2 recognises the old shape from the stored DDL itself.
  */
-import type * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "@effect/sql/SqlClient"
 import type * as SqlError from "@effect/sql/SqlError"
 import { Effect } from "effect"
-import { turnIntentsTable } from "./schema.ts"
+import { CONTROLLER_SCHEMA, controllerSchemaStatements, turnIntentsTable } from "./schema.ts"
 import { TURN_INTENT_COLUMNS } from "./turn-intent-rows.ts"
 
 const COLUMN_LIST = TURN_INTENT_COLUMNS.join(", ")
 
+/** Version 1: every table, index and trigger of `pi-workflows.controller-store.v1`. */
+const controllerStoreV1 = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  for (const statement of controllerSchemaStatements) yield* sql.unsafe(statement)
+  yield* sql`INSERT INTO pi_workflows_metadata (key, value) VALUES ('schema', ${CONTROLLER_SCHEMA})
+    ON CONFLICT (key) DO NOTHING`
+})
+
 /**
  * `workflow_turn_intents.cause` gained `completed` (a completed run's terminal turn intent).
- * True when the table was rebuilt.
+ * SQLite cannot change a CHECK constraint in place, so a table whose constraint predates it is
+ * rebuilt: new table, copy, drop, rename. True when the table was rebuilt.
  */
 export const upgradeTurnIntentCauses = (
   sql: SqlClient.SqlClient
@@ -33,5 +44,18 @@ export const upgradeTurnIntentCauses = (
     )
     yield* sql.unsafe("DROP TABLE workflow_turn_intents")
     yield* sql.unsafe("ALTER TABLE workflow_turn_intents_next RENAME TO workflow_turn_intents")
+    // The drop removed the table's indexes and triggers: the idempotent DDL recreates them.
+    for (const statement of controllerSchemaStatements) yield* sql.unsafe(statement)
     return true
   })
+
+/** Version 2: the turn intents table accepts cause `completed` (already so in a file made by version 1). */
+const turnIntentCauseCompleted = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  Effect.asVoid(upgradeTurnIntentCauses(sql))
+)
+
+/** The migrations, by `<id>_<name>`, for `Migrator.fromRecord`. Never renumber or edit a shipped one. */
+export const migrations = {
+  "1_controller_store_v1": controllerStoreV1,
+  "2_turn_intent_cause_completed": turnIntentCauseCompleted
+}

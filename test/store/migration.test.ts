@@ -1,6 +1,7 @@
 /**
- * A controller database written before `completed` was a turn intent cause opens, keeps every
- * row, index and trigger, and accepts the new cause. The old file is built from the very DDL the
+ * A controller database written before `completed` was a turn intent cause (and before schema
+ * versions were recorded) opens, keeps every row, index and trigger, accepts the new cause and
+ * records the versions it is now at. The old file is built from the very DDL the
  * earlier version ran: today's statements with `completed` taken out of the cause CHECK.
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -77,14 +78,23 @@ describe("opening a database of the earlier schema", () => {
       const store = yield* openStoreAt(path)
       expect(yield* snapshotIntents(path)).toEqual(rowsBefore)
       const schema = yield* snapshotSchema(path)
-      // Same objects (table, its two indexes and two triggers included), no leftover table.
-      expect(schema.length).toBe(objectsBefore)
+      // Same objects (table, its two indexes and two triggers included), no leftover table; the
+      // one new table records the schema versions the file is now at.
+      const ours = schema.filter((o) => JSON.stringify(o).includes("effect_sql_migrations") === false)
+      expect(ours.length).toBe(objectsBefore)
+      expect(schema.length).toBe(objectsBefore + 1)
+      const db = yield* rawDb(path)
+      expect(
+        db.prepare("SELECT migration_id, name FROM effect_sql_migrations ORDER BY migration_id").all()
+      ).toEqual([
+        { migration_id: 1, name: "controller_store_v1" },
+        { migration_id: 2, name: "turn_intent_cause_completed" }
+      ])
       expect(JSON.stringify(schema)).not.toContain("workflow_turn_intents_next")
       const created = yield* store.ensure(sampleIntent({ cause: "completed", runId: "run-3" }))
       expect(created.cause).toBe("completed")
       expect(Option.getOrThrow(yield* store.get("deferred-turn:old-pending")).deliveryClaimToken).toBe("tok")
       // The trigger that guards resolved rows came back with the table.
-      const db = yield* rawDb(path)
       expect(() =>
         db
           .prepare("UPDATE workflow_turn_intents SET eligible_at = 'x' WHERE intent_id = ?")
