@@ -149,6 +149,14 @@ export const legacyLaunchFailures: Effect.Effect<number, StoreFailure, SqlClient
 /** The schema versions this release knows (`migrations.ts`). */
 const KNOWN = knownVersions(migrations)
 
+/** The file's schema marker must be this package's (a file at this version has one). */
+const markerCheck = (sql: SqlClient.SqlClient, filename: string) =>
+  Effect.gen(function* () {
+    const rows = yield* sql<{ value: string }>`SELECT value FROM pi_workflows_metadata WHERE key = 'schema'`
+    const found = rows[0]?.value ?? "(none)"
+    if (found !== CONTROLLER_SCHEMA) return yield* new IncompatibleStore({ databasePath: filename, found })
+  })
+
 /** A read-only open: the file must be a controller database at exactly this schema version. */
 const schemaCheck = (sql: SqlClient.SqlClient, filename: string) =>
   Effect.gen(function* () {
@@ -160,9 +168,7 @@ const schemaCheck = (sql: SqlClient.SqlClient, filename: string) =>
         message: `${filename} is not a pi-workflow-turns database (it has no pi_workflows_metadata table)`
       })
     }
-    const rows = yield* sql<{ value: string }>`SELECT value FROM pi_workflows_metadata WHERE key = 'schema'`
-    const found = rows[0]?.value ?? "(none)"
-    if (found !== CONTROLLER_SCHEMA) return yield* new IncompatibleStore({ databasePath: filename, found })
+    yield* markerCheck(sql, filename)
     const versions = compareVersions(KNOWN, yield* recordedVersions)
     if (versions._tag === "Newer") return yield* newerSchema(filename, KNOWN, versions.unknown)
     if (versions._tag === "Behind") return yield* olderSchema(filename, versions.missing)
@@ -266,7 +272,7 @@ const open = (options: DatabaseOptions) =>
     // applies each migration and the others find it recorded.
     const migrate = Effect.gen(function* () {
       const before = compareVersions(KNOWN, yield* recordedVersions)
-      if (before._tag === "Current") return
+      if (before._tag === "Current") return yield* markerCheck(sql, options.filename)
       if (before._tag === "Newer") return yield* newerSchema(options.filename, KNOWN, before.unknown)
       yield* immediate(
         Effect.gen(function* () {

@@ -91,6 +91,51 @@ describe("opening a PostgreSQL store", () => {
   )
 })
 
+describe("schema versions on PostgreSQL", () => {
+  it.scoped("a database of a newer release is refused by every open, typed, and nothing changes", () =>
+    Effect.gen(function* () {
+      const url = yield* freshPgUrl
+      yield* Effect.scoped(Effect.flatMap(openStoreAt(url), (store) => store.ensure(sampleIntent())))
+      yield* Effect.promise(() =>
+        pgQuery(
+          url,
+          "INSERT INTO effect_sql_migrations (migration_id, name) VALUES (2, 'from_a_later_release')"
+        )
+      )
+      const state = Effect.promise(() =>
+        Promise.all([
+          pgQuery(url, "SELECT migration_id, name FROM effect_sql_migrations ORDER BY migration_id"),
+          pgQuery(url, "SELECT * FROM workflow_turn_intents ORDER BY intent_id"),
+          pgQuery(
+            url,
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1"
+          )
+        ])
+      )
+      const before = yield* state
+      for (const readonly of [false, true]) {
+        const error = yield* Effect.flip(Layer.build(DatabasePg.layer({ url, readonly })))
+        expect(error._tag).toBe("StoreFailure")
+        expect(error.message).toContain("newer release")
+        expect(error.message).toContain("2_from_a_later_release")
+      }
+      expect(yield* state).toEqual(before)
+    })
+  )
+
+  it.scoped("a read-only open of a database at this version opens; one missing a version is refused", () =>
+    Effect.gen(function* () {
+      const url = yield* freshPgUrl
+      yield* Effect.scoped(openStoreAt(url))
+      yield* Effect.scoped(Layer.build(DatabasePg.layer({ url, readonly: true })))
+      yield* Effect.promise(() => pgQuery(url, "DELETE FROM effect_sql_migrations"))
+      const error = yield* Effect.flip(Layer.build(DatabasePg.layer({ url, readonly: true })))
+      expect(error._tag).toBe("StoreFailure")
+      expect(error.message).toContain("older schema version (missing migration(s) 1_controller_store_v1)")
+    })
+  )
+})
+
 describe("rules the PostgreSQL database enforces, whatever code writes", () => {
   it.scoped("resolved intents and intent identity are immutable; closed value sets are checked", () =>
     Effect.gen(function* () {

@@ -93,6 +93,23 @@ describe("schema versions (SQLite)", () => {
     })
   )
 
+  it.scoped("a file at this version with another schema marker is refused with IncompatibleStore", () =>
+    Effect.gen(function* () {
+      const path = yield* tempDbPath
+      yield* Effect.scoped(openStoreAt(path))
+      const db = yield* rawDb(path)
+      db.prepare("UPDATE pi_workflows_metadata SET value = 'other.v9' WHERE key = 'schema'").run()
+      const before = yield* snapshot(path)
+      for (const readonly of [false, true]) {
+        expect(yield* openFailure(path, readonly)).toMatchObject({
+          _tag: "IncompatibleStore",
+          found: "other.v9"
+        })
+      }
+      expect(yield* snapshot(path)).toEqual(before)
+    })
+  )
+
   it.scoped("a read-only open never migrates: an unversioned file is reported as older, unchanged", () =>
     Effect.gen(function* () {
       const path = yield* tempDbPath

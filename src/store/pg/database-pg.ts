@@ -12,10 +12,10 @@
  *   default `busyTimeoutMs`). A nested call is a savepoint of the outer transaction.
  * - `prepare`: the SQLite text of a statement in PostgreSQL's dialect (see `dialect-pg.ts`).
  * - Schema: @effect/sql's Migrator (`schema-pg.ts`), under an advisory lock so two processes
- *   opening a new database at once do not race; then the schema version is checked.
+ *   opening a new database at once do not race; a database at this version is only read, one
+ *   of a newer release refused (`../schema-versions.ts`).
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
-import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlError from "@effect/sql/SqlError"
 import * as PgClient from "@effect/sql-pg/PgClient"
@@ -34,7 +34,8 @@ import {
 import { CONTROLLER_SCHEMA } from "../schema.ts"
 import { toPgDialect } from "./dialect-pg.ts"
 import { checkSchema, readOnlyUrl } from "./readonly-pg.ts"
-import { migrations } from "./schema-pg.ts"
+import { compareVersions, newerSchema, recordedVersions, runMigrator } from "../schema-versions.ts"
+import { KNOWN_PG, migrations } from "./schema-pg.ts"
 
 export interface PgDatabaseOptions {
   /** `postgres://…` or `postgresql://…` (libpq style; `?host=/dir` for a unix socket). */
@@ -148,25 +149,30 @@ const open = (options: PgDatabaseOptions) =>
       return statement
     }
 
-    const migrate = Effect.gen(function* () {
+    // A database at this version is only read; otherwise the versions are read again under the
+    // advisory lock, so of processes opening a new database at once one migrates it.
+    const gate = Effect.flatMap(recordedVersions, (recorded) => {
+      const versions = compareVersions(KNOWN_PG, recorded)
+      return versions._tag === "Newer"
+        ? Effect.fail(newerSchema(shown, KNOWN_PG, versions.unknown))
+        : Effect.succeed(versions._tag === "Current")
+    })
+    const migrateUnderLock = Effect.gen(function* () {
       const lock = yield* sql.reserve
       yield* Effect.acquireRelease(lock.executeRaw("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]), () =>
         Effect.ignore(lock.executeRaw("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK]))
       )
-      yield* Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
+      if (yield* gate) return
+      yield* runMigrator(migrations)
+    }).pipe(Effect.scoped)
+    const migrate = Effect.gen(function* () {
+      if (!(yield* gate)) yield* migrateUnderLock
       const rows = yield* sql<{ value: string }>`SELECT value FROM pi_workflows_metadata WHERE key = 'schema'`
       const found = rows[0]?.value ?? "(none)"
       if (found !== CONTROLLER_SCHEMA) return yield* new IncompatibleStore({ databasePath: shown, found })
     }).pipe(
-      Effect.scoped,
       Effect.provideService(SqlClient.SqlClient, sql),
-      Effect.catchTags({
-        SqlError: (error) => Effect.fail(storeFailure("open")(error)),
-        MigrationError: (error) =>
-          Effect.fail(
-            new StoreFailure({ operation: "open", message: `schema migration failed: ${error.message}` })
-          )
-      })
+      Effect.catchTag("SqlError", (error) => Effect.fail(storeFailure("open")(error)))
     )
     yield* options.readonly === true ? checkSchema(sql, shown) : migrate
     return {

@@ -2,13 +2,15 @@
  * Opening a PostgreSQL controller database for reading only (the operator CLI): every
  * transaction on the pool's connections is read-only (`default_transaction_read_only`, set at
  * connection start through the URL's `options`), nothing is created or migrated, and the
- * database must already carry this package's schema version.
+ * database must be at exactly this release's schema version (`../schema-versions.ts`).
  */
-import type * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { IncompatibleStore, StoreFailure } from "../../domain/errors.ts"
 import { storeFailure } from "../database.ts"
 import { CONTROLLER_SCHEMA } from "../schema.ts"
+import { compareVersions, newerSchema, olderSchema, recordedVersions } from "../schema-versions.ts"
+import { KNOWN_PG } from "./schema-pg.ts"
 
 /** `url` with `-c default_transaction_read_only=on` added to its connection `options`. */
 export const readOnlyUrl = (url: string): string => {
@@ -35,4 +37,10 @@ export const checkSchema = (sql: SqlClient.SqlClient, shown: string) =>
     const rows = yield* sql<{ value: string }>`SELECT value FROM pi_workflows_metadata WHERE key = 'schema'`
     const found = rows[0]?.value ?? "(none)"
     if (found !== CONTROLLER_SCHEMA) return yield* new IncompatibleStore({ databasePath: shown, found })
-  }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(storeFailure("open")(error))))
+    const versions = compareVersions(KNOWN_PG, yield* recordedVersions)
+    if (versions._tag === "Newer") return yield* newerSchema(shown, KNOWN_PG, versions.unknown)
+    if (versions._tag === "Behind") return yield* olderSchema(shown, versions.missing)
+  }).pipe(
+    Effect.provideService(SqlClient.SqlClient, sql),
+    Effect.catchTag("SqlError", (error) => Effect.fail(storeFailure("open")(error)))
+  )

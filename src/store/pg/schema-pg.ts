@@ -14,6 +14,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { CONTROLLER_SCHEMA } from "../schema.ts"
+import { knownVersions } from "../schema-versions.ts"
 
 const T = `TEXT COLLATE "C"`
 const ID = (column: string, nullable = false) =>
@@ -256,7 +257,14 @@ const run = (statements: ReadonlyArray<string>) =>
     Effect.forEach(statements, (s) => sql.unsafe(s), { discard: true })
   )
 
-/** The migrations, by `<id>_<name>`, for `Migrator.fromRecord`. */
+/**
+ * The migrations, by `<id>_<name>`, for `Migrator.fromRecord`. Never renumber or edit a shipped
+ * one. Version 1 already accepts turn-intent cause `completed`, which SQLite files gained in
+ * their version 2: each backend numbers its own versions.
+ */
 export const migrations = {
   "1_controller_store_v1": run(controllerStoreV1)
 }
+
+/** The versions this release knows on PostgreSQL. */
+export const KNOWN_PG = knownVersions(migrations)
