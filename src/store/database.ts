@@ -171,7 +171,12 @@ const schemaCheck = (sql: SqlClient.SqlClient, filename: string) =>
     yield* markerCheck(sql, filename)
     const versions = compareVersions(KNOWN, yield* recordedVersions)
     if (versions._tag === "Newer") return yield* newerSchema(filename, KNOWN, versions.unknown)
-    if (versions._tag === "Behind") return yield* olderSchema(filename, versions.missing)
+    if (versions._tag === "Behind") {
+      // Pi refuses such a file and so never upgrades it: the operator tools must still open
+      // it, so that `doctor` can say how to reset it.
+      if ((yield* legacyLaunchFailures) > 0) return
+      return yield* olderSchema(filename, versions.missing)
+    }
   }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
 
 /** Open the file in WAL mode; better-sqlite3 throws (missing directory, not a database): keep it typed. */

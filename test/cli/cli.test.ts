@@ -13,6 +13,7 @@ import { Context, Effect, Layer, TestClock, TestContext } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { layerStores } from "../../src/app/layers.ts"
 import { RunStore, type NewRun } from "../../src/store/run-store.ts"
+import { CONTROLLER_SCHEMA, controllerSchemaStatements } from "../../src/store/schema.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { LaunchStore } from "../../src/terminal/launch-store.ts"
 import { sampleFacts, sampleIntent } from "../support/fixtures.ts"
@@ -302,6 +303,51 @@ describe("pi-workflow-turns (the bin)", () => {
     const check = new BetterSqlite(staleDb, { readonly: true })
     expect(check.prepare("SELECT count(*) AS n FROM workflow_notifications").get()).toEqual({ n: 1 })
     check.close()
+  })
+
+  it("schema versions: an unversioned file is older (exit 2), a newer release's refused; neither changed", async () => {
+    // A file of the release before schema versions: today's tables, no effect_sql_migrations.
+    const unversioned = join(dir, "unversioned.db")
+    const old = new BetterSqlite(unversioned)
+    for (const statement of controllerSchemaStatements) old.exec(statement)
+    old.exec(`INSERT INTO pi_workflows_metadata VALUES ('schema', '${CONTROLLER_SCHEMA}')`)
+    old.close()
+    const newer = join(dir, "newer.db")
+    await Effect.runPromise(withStores(newer, Effect.void))
+    const raw = new BetterSqlite(newer)
+    raw.exec("INSERT INTO effect_sql_migrations (migration_id, name) VALUES (99, 'from_a_later_release')")
+    raw.close()
+    for (const [path, expected] of [
+      [unversioned, "older schema version"],
+      [newer, "written by a newer release"]
+    ] as const) {
+      const before = fileHash(path)
+      for (const command of ["doctor", "runs"]) {
+        const result = await cli([command, "--db", path])
+        expect(result.code, `${command} ${expected}`).toBe(2)
+        expectOneLine(result)
+        expect(result.stderr).toContain(expected)
+      }
+      expect(fileHash(path)).toBe(before)
+    }
+  })
+
+  it("doctor: an unversioned alpha file with pending launch_failure rows still gets the reset instruction", async () => {
+    // Pi refuses such a file, so it is never upgraded: doctor must still open it.
+    const alpha = join(dir, "alpha.db")
+    const raw = new BetterSqlite(alpha)
+    for (const statement of controllerSchemaStatements) raw.exec(statement)
+    raw.exec(`INSERT INTO pi_workflows_metadata VALUES ('schema', '${CONTROLLER_SCHEMA}');
+      DROP TABLE workflow_notifications;
+      CREATE TABLE workflow_notifications (notification_id TEXT PRIMARY KEY, run_id TEXT, target_session_id TEXT,
+        kind TEXT, payload_json TEXT, created_at TEXT, delivered_at TEXT);
+      INSERT INTO workflow_notifications VALUES ('n1', 'r', 's', 'launch_failure', '{}', 'x', NULL);`)
+    raw.close()
+    const before = fileHash(alpha)
+    const result = await cli(["doctor", "--db", alpha])
+    expect(result.code).toBe(1)
+    expect(result.stdout).toContain("1 pending launch_failure notification(s)")
+    expect(fileHash(alpha)).toBe(before)
   })
 
   it("never blocks a live writer: reads while another process holds a write transaction", async () => {
