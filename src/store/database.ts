@@ -282,7 +282,7 @@ const open = (options: DatabaseOptions) =>
       yield* immediate(
         Effect.gen(function* () {
           const now = compareVersions(KNOWN, yield* recordedVersions)
-          if (now._tag === "Current") return
+          if (now._tag === "Current") return yield* markerCheck(sql, options.filename)
           if (now._tag === "Newer") return yield* newerSchema(options.filename, KNOWN, now.unknown)
           yield* legacyCheck(sql, options.filename)
           yield* runMigrator(migrations)

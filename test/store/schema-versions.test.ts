@@ -59,7 +59,7 @@ describe("schema versions (SQLite)", () => {
   )
 
   it.scoped(
-    "a file at this version opens with no DDL: it opens while another process holds the write lock",
+    "a file at this version opens with no DDL: it opens while another connection holds the write lock",
     () =>
       Effect.gen(function* () {
         const path = yield* tempDbPath
