@@ -9,6 +9,7 @@
  * (turn-intent-rows.ts). Errors and their messages are the same as a step-by-step check gives.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlError from "@effect/sql/SqlError"
 import { Clock, Effect, Layer, Option } from "effect"
 import {
   ClaimNotHeld,
@@ -22,7 +23,7 @@ import { intentId as deriveIntentId, invalidId } from "../domain/identity.ts"
 import { IMMUTABLE_FIELDS, type TurnIntent } from "../domain/turn-intent.ts"
 import { Database, type DatabaseOptions, type OpenError, type PreparedStatement } from "./database.ts"
 import { asStoreFailure, storeFailure } from "./store-errors.ts"
-import { CAUSES, RESOLUTIONS, toIntents } from "./turn-intent-rows.ts"
+import { CAUSES, type KnownFacts, RESOLUTIONS, toIntents, valuesToIntents } from "./turn-intent-rows.ts"
 import { claimEligibleSql, listSql, SQL } from "./turn-intent-sql.ts"
 import {
   type Claim,
@@ -104,46 +105,63 @@ export const make = Effect.gen(function* () {
     release: prepare(SQL.release)
   }
   // Texts with a constant limit (see turn-intent-sql.ts): one prepared statement per text. The
-  // texts are few (filter combinations × the limits callers use), so the map stays small.
-  const byText = new Map<string, PreparedStatement>()
-  const preparedText = (text: string): PreparedStatement => {
-    let prepared = byText.get(text)
-    if (prepared === undefined) {
-      prepared = prepare(text)
-      byText.set(text, prepared)
+  // texts are few (filter combinations × the limits callers use), so the maps stay small. They
+  // are keyed by what makes the text, so a call neither builds nor hashes the text again.
+  const memo = <K>(text: (key: K) => string) => {
+    const byKey = new Map<K, PreparedStatement>()
+    return (key: K): PreparedStatement => {
+      let prepared = byKey.get(key)
+      if (prepared === undefined) {
+        prepared = prepare(text(key))
+        byKey.set(key, prepared)
+      }
+      return prepared
     }
-    return prepared
   }
+  const claimEligibleStatement = memo(claimEligibleSql)
+  const LIST_STATES = ["all", "pending", "eligible", "resolved"] as const
+  // limit × state × session filter × run filter, as one number (the limit is a checked integer).
+  const listStatement = memo((key: number) =>
+    listSql((key & 2) !== 0, (key & 1) !== 0, LIST_STATES[(key >> 2) & 3] ?? "all", Math.floor(key / 16))
+  )
 
-  /** Run a statement that returns intent rows and decode them; failures become StoreFailure. */
+  const decoded = (found: TurnIntent[] | StoreFailure) =>
+    found instanceof StoreFailure ? Effect.fail(found) : Effect.succeed(found)
+
+  /**
+   * Run a statement that returns intent rows and decode them; failures become StoreFailure.
+   * `known`: facts this call just validated and wrote (their row needs no second decode).
+   */
   const rows = (
     operation: string,
     prepared: PreparedStatement,
-    params: ReadonlyArray<unknown>
+    params: ReadonlyArray<unknown>,
+    known?: KnownFacts
   ): Effect.Effect<ReadonlyArray<TurnIntent>, StoreFailure> =>
-    Effect.flatMap(Effect.mapError(prepared.all(params), storeFailure(operation)), (found) => {
-      const decoded = toIntents(operation, found)
-      return decoded instanceof StoreFailure ? Effect.fail(decoded) : Effect.succeed(decoded)
+    Effect.suspend(() => {
+      // Stepped and decoded in this one suspend when the connection is free: every store call
+      // takes this path, so it spends no further Effect steps (docs/bench.md).
+      const now = prepared.valuesNow?.(params)
+      if (now !== undefined)
+        return now instanceof SqlError.SqlError
+          ? Effect.fail(storeFailure(operation)(now))
+          : decoded(valuesToIntents(operation, now, known))
+      return prepared.values === undefined
+        ? Effect.flatMap(Effect.mapError(prepared.all(params), storeFailure(operation)), (found) =>
+            decoded(toIntents(operation, found))
+          )
+        : Effect.flatMap(Effect.mapError(prepared.values(params), storeFailure(operation)), (found) =>
+            decoded(valuesToIntents(operation, found, known))
+          )
     })
 
-  /** One intent by ID: a single-row lookup where the Database offers one. */
-  const select = (operation: string, id: string): Effect.Effect<Option.Option<TurnIntent>, StoreFailure> => {
-    const one = statement.select.one
-    if (one === undefined) {
-      return Effect.map(rows(operation, statement.select, [id]), (found) => Option.fromNullable(found[0]))
-    }
-    return Effect.flatMap(asStoreFailure(operation)(one([id])), (row) => {
-      if (row === undefined) return Effect.succeed(Option.none())
-      const decoded = toIntents(operation, [row])
-      return decoded instanceof StoreFailure
-        ? Effect.fail(decoded)
-        : Effect.succeed(Option.fromNullable(decoded[0]))
-    })
-  }
+  /** One intent by ID. */
+  const select = (operation: string, id: string): Effect.Effect<Option.Option<TurnIntent>, StoreFailure> =>
+    Effect.map(rows(operation, statement.select, [id]), (found) => Option.fromNullable(found[0]))
 
-  const markEligible = (operation: string, id: string, factsJson: string | null) =>
+  const markEligible = (operation: string, id: string, facts: KnownFacts | undefined) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      rows(operation, statement.markEligible, [iso(now), factsJson, id])
+      rows(operation, statement.markEligible, [iso(now), facts?.json ?? null, id], facts)
     )
 
   /** The intent already existed: same immutable fields, or an IdentityCollision. */
@@ -156,14 +174,14 @@ export const make = Effect.gen(function* () {
       const differs = IMMUTABLE_FIELDS.filter((field) => existing[field] !== input[field])
       if (differs.length > 0) return yield* new IdentityCollision({ intentId: id, fields: differs })
       if (input.eligible === true && existing.resolvedAt === null && existing.eligibleAt === null) {
-        const updated = yield* markEligible("ensure", id, null)
+        const updated = yield* markEligible("ensure", id, undefined)
         return updated[0] ?? existing
       }
       return existing
     })
 
   const ensure: TurnIntentStoreService["ensure"] = (input) =>
-    Effect.flatMap(validateFactsJson(input.facts), ({ json }) =>
+    Effect.flatMap(validateFactsJson(input.facts), (facts) =>
       checked(
         () => invalidId("workflowRef", input.workflowRef) ?? invalidCause(input.cause),
         () =>
@@ -179,11 +197,11 @@ export const make = Effect.gen(function* () {
                 input.cause,
                 input.nodeId,
                 input.attemptId,
-                json,
+                facts.json,
                 requestedAt,
                 input.eligible === true ? requestedAt : null
               ]
-              return Effect.flatMap(rows("ensure", statement.insert, params), (inserted) =>
+              return Effect.flatMap(rows("ensure", statement.insert, params, facts), (inserted) =>
                 inserted[0] !== undefined ? Effect.succeed(inserted[0]) : ensureExisting(input, id)
               )
             })
@@ -233,7 +251,7 @@ export const make = Effect.gen(function* () {
               found.length === 0
                 ? Effect.succeed([])
                 : Effect.map(
-                    rows("claimEligibleForSession", preparedText(claimEligibleSql(input.limit)), [
+                    rows("claimEligibleForSession", claimEligibleStatement(input.limit), [
                       input.token,
                       now + input.leaseMs,
                       input.targetSessionId,
@@ -253,8 +271,8 @@ export const make = Effect.gen(function* () {
       () => invalidId("intentId", input.intentId),
       () => {
         // Plain combinators, no generator: this is a hot path (docs/bench.md).
-        const mark = (factsJson: string | null) =>
-          Effect.flatMap(markEligible("makeEligible", input.intentId, factsJson), (updated) => {
+        const mark = (facts: KnownFacts | undefined) =>
+          Effect.flatMap(markEligible("makeEligible", input.intentId, facts), (updated) => {
             const row = updated[0]
             if (row !== undefined) return Effect.succeed(row)
             // Nothing updated: resolved already (returned as it is), or no such intent.
@@ -265,8 +283,8 @@ export const make = Effect.gen(function* () {
             )
           })
         return input.facts === undefined
-          ? mark(null)
-          : Effect.flatMap(validateFactsJson(input.facts), (facts) => mark(facts.json))
+          ? mark(undefined)
+          : Effect.flatMap(validateFactsJson(input.facts), mark)
       }
     )
 
@@ -348,13 +366,12 @@ export const make = Effect.gen(function* () {
         const params: Array<unknown> = []
         if (query.targetSessionId !== undefined) params.push(query.targetSessionId)
         if (query.runId !== undefined) params.push(query.runId)
-        const text = listSql(
-          query.targetSessionId !== undefined,
-          query.runId !== undefined,
-          query.state ?? "all",
-          query.limit
-        )
-        return rows("list", preparedText(text), params)
+        const key =
+          query.limit * 16 +
+          LIST_STATES.indexOf(query.state ?? "all") * 4 +
+          (query.targetSessionId !== undefined ? 2 : 0) +
+          (query.runId !== undefined ? 1 : 0)
+        return rows("list", listStatement(key), params)
       }
     )
 
