@@ -84,8 +84,15 @@ const iso = (millis: number) => new Date(millis).toISOString()
 /** SQLite compares TEXT with BINARY collation; sort results the same way, not by locale. */
 const ordinal = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
+const all = (found: ReadonlyArray<TurnIntent>) => found
+const first = (found: ReadonlyArray<TurnIntent>) => Option.fromNullable(found[0])
+
 const byEligibility = (a: TurnIntent, b: TurnIntent) =>
   ordinal(a.eligibleAt ?? "", b.eligibleAt ?? "") || ordinal(a.intentId, b.intentId)
+
+// RETURNING order is unspecified; callers rely on eligibility order.
+const inEligibilityOrder = (claimed: ReadonlyArray<TurnIntent>) =>
+  claimed.length < 2 ? claimed : [...claimed].sort(byEligibility)
 
 export const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
@@ -125,39 +132,51 @@ export const make = Effect.gen(function* () {
     listSql((key & 2) !== 0, (key & 1) !== 0, LIST_STATES[(key >> 2) & 3] ?? "all", Math.floor(key / 16))
   )
 
-  const decoded = (found: TurnIntent[] | StoreFailure) =>
-    found instanceof StoreFailure ? Effect.fail(found) : Effect.succeed(found)
-
   /**
-   * Run a statement that returns intent rows and decode them; failures become StoreFailure.
-   * `known`: facts this call just validated and wrote (their row needs no second decode).
+   * Run a statement that returns intent rows, decode them and hand them to `finish`; failures
+   * become StoreFailure. `known`: facts this call just validated and wrote (their row needs no
+   * second decode). It steps the statement when called: call it only while the effect runs (in
+   * a `checked` thunk or a continuation). On the free connection, the path every store call
+   * takes, it costs no Effect step beyond the result's (docs/bench.md).
    */
+  const intentRows = <A>(
+    operation: string,
+    prepared: PreparedStatement,
+    params: ReadonlyArray<unknown>,
+    known: KnownFacts | undefined,
+    finish: (found: ReadonlyArray<TurnIntent>) => A
+  ): Effect.Effect<A, StoreFailure> => {
+    const now = prepared.valuesNow?.(params)
+    if (now !== undefined) {
+      if (now instanceof SqlError.SqlError) return Effect.fail(storeFailure(operation)(now))
+      const found = valuesToIntents(operation, now, known)
+      return found instanceof StoreFailure ? Effect.fail(found) : Effect.succeed(finish(found))
+    }
+    const decoded = (found: TurnIntent[] | StoreFailure) =>
+      found instanceof StoreFailure ? Effect.fail(found) : Effect.succeed(finish(found))
+    return prepared.values === undefined
+      ? Effect.flatMap(Effect.mapError(prepared.all(params), storeFailure(operation)), (found) =>
+          decoded(toIntents(operation, found))
+        )
+      : Effect.flatMap(Effect.mapError(prepared.values(params), storeFailure(operation)), (found) =>
+          decoded(valuesToIntents(operation, found, known))
+        )
+  }
+
   const rows = (
     operation: string,
     prepared: PreparedStatement,
     params: ReadonlyArray<unknown>,
     known?: KnownFacts
   ): Effect.Effect<ReadonlyArray<TurnIntent>, StoreFailure> =>
-    Effect.suspend(() => {
-      // Stepped and decoded in this one suspend when the connection is free: every store call
-      // takes this path, so it spends no further Effect steps (docs/bench.md).
-      const now = prepared.valuesNow?.(params)
-      if (now !== undefined)
-        return now instanceof SqlError.SqlError
-          ? Effect.fail(storeFailure(operation)(now))
-          : decoded(valuesToIntents(operation, now, known))
-      return prepared.values === undefined
-        ? Effect.flatMap(Effect.mapError(prepared.all(params), storeFailure(operation)), (found) =>
-            decoded(toIntents(operation, found))
-          )
-        : Effect.flatMap(Effect.mapError(prepared.values(params), storeFailure(operation)), (found) =>
-            decoded(valuesToIntents(operation, found, known))
-          )
-    })
+    Effect.suspend(() => intentRows(operation, prepared, params, known, all))
 
-  /** One intent by ID. */
+  /** One intent by ID; like `intentRows`, call it only while the effect runs. */
+  const selectNow = (operation: string, id: string): Effect.Effect<Option.Option<TurnIntent>, StoreFailure> =>
+    intentRows(operation, statement.select, [id], undefined, first)
+
   const select = (operation: string, id: string): Effect.Effect<Option.Option<TurnIntent>, StoreFailure> =>
-    Effect.map(rows(operation, statement.select, [id]), (found) => Option.fromNullable(found[0]))
+    Effect.suspend(() => selectNow(operation, id))
 
   const markEligible = (operation: string, id: string, facts: KnownFacts | undefined) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) =>
@@ -212,7 +231,7 @@ export const make = Effect.gen(function* () {
   const get: TurnIntentStoreService["get"] = (id) =>
     checked(
       () => invalidId("intentId", id),
-      () => select("get", id)
+      () => selectNow("get", id)
     )
 
   const claimForRun: TurnIntentStoreService["claimForRun"] = (input) =>
@@ -223,16 +242,12 @@ export const make = Effect.gen(function* () {
         invalidClaim(input),
       () =>
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          Effect.map(
-            rows("claimForRun", statement.claimForRun, [
-              input.token,
-              now + input.leaseMs,
-              input.runId,
-              input.targetSessionId,
-              now,
-              input.token
-            ]),
-            (claimed) => Option.fromNullable(claimed[0])
+          intentRows(
+            "claimForRun",
+            statement.claimForRun,
+            [input.token, now + input.leaseMs, input.runId, input.targetSessionId, now, input.token],
+            undefined,
+            first
           )
         )
     )
@@ -250,16 +265,12 @@ export const make = Effect.gen(function* () {
             Effect.flatMap((found) =>
               found.length === 0
                 ? Effect.succeed([])
-                : Effect.map(
-                    rows("claimEligibleForSession", claimEligibleStatement(input.limit), [
-                      input.token,
-                      now + input.leaseMs,
-                      input.targetSessionId,
-                      now,
-                      input.token
-                    ]),
-                    // RETURNING order is unspecified; callers rely on eligibility order.
-                    (claimed) => (claimed.length < 2 ? claimed : [...claimed].sort(byEligibility))
+                : intentRows(
+                    "claimEligibleForSession",
+                    claimEligibleStatement(input.limit),
+                    [input.token, now + input.leaseMs, input.targetSessionId, now, input.token],
+                    undefined,
+                    inEligibilityOrder
                   )
             )
           )
@@ -371,7 +382,7 @@ export const make = Effect.gen(function* () {
           LIST_STATES.indexOf(query.state ?? "all") * 4 +
           (query.targetSessionId !== undefined ? 2 : 0) +
           (query.runId !== undefined ? 1 : 0)
-        return rows("list", listStatement(key), params)
+        return intentRows("list", listStatement(key), params, undefined, all)
       }
     )
 
