@@ -338,8 +338,9 @@ export const breakdownSection: BenchSection = {
       "",
       "Findings (this run's numbers):",
       "",
-      `1. **Query path.** The layer's direct step adds ${us(get("fastQuery") - floor)} µs to the floor ` +
-        `(${us(floor)} µs here). The @effect/sql statement path adds ${us(get("sqlQuery") - floor)} µs: a Scope per query ` +
+      `1. **Query path.** The layer's direct step costs ${us(get("fastQuery"))} µs: ` +
+        `${us(get("fastQuery") - get("rawValues"))} µs over the raw step on value rows (${us(get("rawValues"))} µs), ` +
+        `which itself saves ${us(floor - get("rawValues"))} µs of the floor's object rows (${us(floor)} µs here). The @effect/sql statement path adds ${us(get("sqlQuery") - floor)} µs: a Scope per query ` +
         `${us(get("scope"))}, the connection semaphore ${us(get("semaphore"))}, the \`sql.execute\` span ` +
         `${us(get("span"))}, a prepare-cache lookup ${us(get("cache"))} (together ${us(pieces)}), the rest is fiber ` +
         `plumbing; with the tracer disabled it is still ${us(get("sqlNoTracer") - floor)} µs. The layer uses it only ` +
@@ -347,8 +348,7 @@ export const breakdownSection: BenchSection = {
       `2. **Row decoding**: the strict Schema row cost ${us(get("decodeStrict"))} µs per row ` +
         `(\`onExcessProperty: "error"\` alone ${us(get("decodeStrict") - get("decodeLoose"))} µs); the layer's column ` +
         `checks with the same strictness cost ${us(get("decodeLayer"))} µs on a value row, ${us(get("decodeObject"))} µs on ` +
-        `an object row. Stepping rows as arrays saves ${us(floor - get("rawValues"))} µs of the floor's own object ` +
-        `building. The facts JSON: \`JSON.parse\` + Schema ${us(get("factsSchema"))} µs, through the predicate ` +
+        `an object row. The facts JSON: \`JSON.parse\` + Schema ${us(get("factsSchema"))} µs, through the predicate ` +
         `compiled from the same Schema ${us(get("factsGuard"))} µs (src/domain/schema-guard.ts; a failure still goes ` +
         "through the Schema decode, which words it).",
       `3. **Argument checks**: \`Effect.gen\` steps ${us(get("checksGen"))} µs, plain checks in one ` +
