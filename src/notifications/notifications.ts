@@ -10,7 +10,7 @@
  */
 import { randomUUID } from "node:crypto"
 import { Clock, Context, Effect, FiberMap, Layer, Option, Ref, Schema } from "effect"
-import type { StoreFailure } from "../domain/errors.ts"
+import type { StoreFailure } from "../store/store-errors.ts"
 import { StepProgress } from "../engine/progress.ts"
 import { Database } from "../store/database.ts"
 import { storeFailure } from "../store/store-errors.ts"

@@ -6,7 +6,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type * as SqlError from "@effect/sql/SqlError"
 import { Clock, Effect, Either, Layer, Option, type ParseResult, Schema } from "effect"
-import { StoreFailure } from "../domain/errors.ts"
+import { StoreFailure } from "./store-errors.ts"
 import { LaunchAlreadyReserved, RestartRefused } from "../terminal/errors.ts"
 import {
   type LaunchRecord,

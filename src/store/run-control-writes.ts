@@ -5,7 +5,7 @@
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect, Option } from "effect"
-import { StoreFailure } from "../domain/errors.ts"
+import { StoreFailure } from "./store-errors.ts"
 import type { DatabaseService } from "./database.ts"
 import { iso, type RunReads } from "./run-fenced-writes.ts"
 import { decodeRunEvents, toRunEvent } from "./run-rows.ts"

@@ -5,7 +5,7 @@
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect } from "effect"
-import { StoreFailure } from "../domain/errors.ts"
+import { StoreFailure } from "./store-errors.ts"
 import type { DatabaseService } from "./database.ts"
 import type { makeRunReads } from "./run-reads.ts"
 import { ClaimLost, RequestNotOpen } from "./run-errors.ts"

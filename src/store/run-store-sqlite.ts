@@ -6,7 +6,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect, Layer } from "effect"
-import { StoreFailure } from "../domain/errors.ts"
+import { StoreFailure } from "./store-errors.ts"
 import { Database, type DatabaseOptions, type OpenError } from "./database.ts"
 import { makeControlWrites } from "./run-control-writes.ts"
 import { ClaimLost, ClaimRefused, ReservationConflict } from "./run-errors.ts"

@@ -5,7 +5,7 @@
  * checks are plain code, and rows arrive as value arrays (docs/bench.md): the column positions
  * of a result shape are worked out once per shape, not once per row.
  */
-import { StoreFailure } from "../domain/errors.ts"
+import { StoreFailure } from "./store-errors.ts"
 import { type FallbackFacts, parseStoredFacts } from "../domain/facts.ts"
 import { Cause, Resolution, type TurnIntent } from "../domain/turn-intent.ts"
 import type { ValueRows } from "./database.ts"

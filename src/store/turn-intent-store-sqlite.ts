@@ -11,13 +11,8 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlError from "@effect/sql/SqlError"
 import { Clock, Effect, Layer, Option } from "effect"
-import {
-  ClaimNotHeld,
-  IdentityCollision,
-  IntentNotFound,
-  InvalidInput,
-  StoreFailure
-} from "../domain/errors.ts"
+import { ClaimNotHeld, IdentityCollision, IntentNotFound, InvalidInput } from "../domain/errors.ts"
+import { StoreFailure } from "./store-errors.ts"
 import { validateFactsJson } from "../domain/facts.ts"
 import { intentId as deriveIntentId, invalidId } from "../domain/identity.ts"
 import { IMMUTABLE_FIELDS, type TurnIntent } from "../domain/turn-intent.ts"

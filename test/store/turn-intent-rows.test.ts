@@ -4,7 +4,7 @@
  * not exactly the table's columns is a StoreFailure.
  */
 import { describe, expect, it } from "vitest"
-import { StoreFailure } from "../../src/domain/errors.ts"
+import { StoreFailure } from "../../src/store/store-errors.ts"
 import { encodeFactsJson } from "../../src/domain/facts.ts"
 import { TURN_INTENT_COLUMNS, toIntents, valuesToIntents } from "../../src/store/turn-intent-rows.ts"
 import { sampleFacts } from "../support/fixtures.ts"
