@@ -19,11 +19,16 @@ import * as SqlError from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import Sqlite from "better-sqlite3"
 import { Context, Effect, Layer, Option, Scope } from "effect"
-import { IncompatibleStore, LegacyLaunchNotifications, StoreFailure } from "./store-errors.ts"
+import {
+  asStoreFailure,
+  IncompatibleStore,
+  LegacyLaunchNotifications,
+  StoreFailure,
+  storeFailure
+} from "./store-errors.ts"
 import { upgradeTurnIntentCauses } from "./migrations.ts"
 import { CONTROLLER_SCHEMA, controllerSchemaStatements } from "./schema.ts"
 import { executeFailed, isBusyError, makeConnection, retryBusy, withLockBudget } from "./sqlite-connection.ts"
-import { asStoreFailure, storeFailure } from "./store-errors.ts"
 
 /** The lock budget helpers (`sqlite-connection.ts`), part of this module's public surface. */
 export { ABORT_LOCK_BUDGET_MS, currentLockBudget, withLockBudget } from "./sqlite-connection.ts"

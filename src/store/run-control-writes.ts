@@ -5,12 +5,11 @@
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect, Option } from "effect"
-import { StoreFailure } from "./store-errors.ts"
+import { asStoreFailure, StoreFailure } from "./store-errors.ts"
 import type { DatabaseService } from "./database.ts"
 import { iso, type RunReads } from "./run-fenced-writes.ts"
 import { decodeRunEvents, toRunEvent } from "./run-rows.ts"
 import { isTerminal, type RunStoreService } from "./run-store.ts"
-import { asStoreFailure } from "./store-errors.ts"
 
 export const makeControlWrites = (
   sql: SqlClient.SqlClient,

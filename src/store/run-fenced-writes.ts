@@ -5,13 +5,12 @@
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect } from "effect"
-import { StoreFailure } from "./store-errors.ts"
+import { asStoreFailure, StoreFailure } from "./store-errors.ts"
 import type { DatabaseService } from "./database.ts"
 import type { makeRunReads } from "./run-reads.ts"
 import { ClaimLost, RequestNotOpen } from "./run-errors.ts"
 import { decodeRequests, decodeSteps, decodeToken, toRequest, toStep } from "./run-rows.ts"
 import type { Fence, RunStoreService } from "./run-store.ts"
-import { asStoreFailure } from "./store-errors.ts"
 
 export type RunReads = ReturnType<typeof makeRunReads>
 

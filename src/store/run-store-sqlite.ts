@@ -6,7 +6,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect, Layer } from "effect"
-import { StoreFailure } from "./store-errors.ts"
+import { asStoreFailure, StoreFailure } from "./store-errors.ts"
 import { Database, type DatabaseOptions, type OpenError } from "./database.ts"
 import { makeControlWrites } from "./run-control-writes.ts"
 import { ClaimLost, ClaimRefused, ReservationConflict } from "./run-errors.ts"
@@ -14,7 +14,6 @@ import { iso, makeFencedWrites, presentRun } from "./run-fenced-writes.ts"
 import { makeRunReads } from "./run-reads.ts"
 import { decodeFlags, decodeRuns } from "./run-rows.ts"
 import { isTerminal, RunStore, type RunStoreService } from "./run-store.ts"
-import { asStoreFailure } from "./store-errors.ts"
 
 export const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient

@@ -4,75 +4,36 @@
  * processes can never both win, and no read-then-write window exists to lose a race in.
  *
  * Store calls sit on every abort and every delivery, so each one is kept close to the cost of
- * its SQL (docs/bench.md): statements are prepared once on the Database's fast path, arguments
- * are checked by plain functions inside one `Effect.suspend`, rows are decoded by column checks
- * (turn-intent-rows.ts). Errors and their messages are the same as a step-by-step check gives.
+ * its SQL (docs/bench.md): statements are prepared once on the Database's fast path and step
+ * rows as value arrays, arguments are checked by plain functions inside one `Effect.suspend`
+ * (turn-intent-input.ts), rows are decoded by column checks (turn-intent-rows.ts), and on the
+ * free connection a call takes no Effect step beyond that suspend and its result.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlError from "@effect/sql/SqlError"
 import { Clock, Effect, Layer, Option } from "effect"
-import { ClaimNotHeld, IdentityCollision, IntentNotFound, InvalidInput } from "../domain/errors.ts"
-import { StoreFailure } from "./store-errors.ts"
+import { ClaimNotHeld, IdentityCollision, IntentNotFound } from "../domain/errors.ts"
+import { asStoreFailure, StoreFailure, storeFailure } from "./store-errors.ts"
 import { validateFactsJson } from "../domain/facts.ts"
 import { intentId as deriveIntentId, invalidId } from "../domain/identity.ts"
 import { IMMUTABLE_FIELDS, type TurnIntent } from "../domain/turn-intent.ts"
 import { Database, type DatabaseOptions, type OpenError, type PreparedStatement } from "./database.ts"
-import { asStoreFailure, storeFailure } from "./store-errors.ts"
-import { CAUSES, type KnownFacts, RESOLUTIONS, toIntents, valuesToIntents } from "./turn-intent-rows.ts"
+import {
+  checked,
+  invalidCause,
+  invalidClaim,
+  invalidInteger,
+  invalidResolution,
+  invalidState
+} from "./turn-intent-input.ts"
+import { type KnownFacts, toIntents, valuesToIntents } from "./turn-intent-rows.ts"
 import { claimEligibleSql, listSql, SQL } from "./turn-intent-sql.ts"
 import {
-  type Claim,
   type EnsureIntent,
-  MAX_LEASE_MS,
   MAX_LIST_LIMIT,
   TurnIntentStore,
   type TurnIntentStoreService
 } from "./turn-intent-store.ts"
-
-const invalidInteger = (field: string, value: number, min: number, max: number): InvalidInput | undefined =>
-  Number.isSafeInteger(value) && value >= min && value <= max
-    ? undefined
-    : new InvalidInput({ field, message: `${field} must be an integer from ${min} to ${max}` })
-
-const invalidClaim = (claim: Claim): InvalidInput | undefined =>
-  invalidId("token", claim.token) ?? invalidInteger("leaseMs", claim.leaseMs, 1, MAX_LEASE_MS)
-
-// Callers are typed, but the values cross into CHECK constraints: reject them as input first.
-const invalidCause = (cause: string): InvalidInput | undefined =>
-  CAUSES.has(cause)
-    ? undefined
-    : new InvalidInput({
-        field: "cause",
-        message:
-          "cause must be agentCancelled, timedOut, failed, launchFailed, controllerInterrupted, claimLost or completed"
-      })
-
-const invalidResolution = (resolution: string): InvalidInput | undefined =>
-  RESOLUTIONS.has(resolution)
-    ? undefined
-    : new InvalidInput({
-        field: "resolution",
-        message: "resolution must be workflowPrompt, presentation or fallback"
-      })
-
-const invalidState = (state: string | undefined): InvalidInput | undefined =>
-  state === undefined ||
-  state === "pending" ||
-  state === "eligible" ||
-  state === "resolved" ||
-  state === "all"
-    ? undefined
-    : new InvalidInput({ field: "state", message: "state must be pending, eligible, resolved or all" })
-
-/** Run the checks when the effect runs; the first failing one is the error. */
-const checked = <A, E>(
-  check: () => InvalidInput | undefined,
-  run: () => Effect.Effect<A, E>
-): Effect.Effect<A, E | InvalidInput> =>
-  Effect.suspend((): Effect.Effect<A, E | InvalidInput> => {
-    const error = check()
-    return error === undefined ? run() : Effect.fail(error)
-  })
 
 const iso = (millis: number) => new Date(millis).toISOString()
 
