@@ -9,11 +9,11 @@ import { createHash } from "node:crypto"
 import { join } from "node:path"
 import { SqlClient } from "@effect/sql"
 import { Cache, Clock, Context, Duration, Effect, Layer, Schema } from "effect"
-import { FallbackFacts, FallbackFactsJson, validateFactsJson } from "../src/domain/facts.ts"
+import { FallbackFacts, FallbackFactsJson, parseStoredFacts, validateFactsJson } from "../src/domain/facts.ts"
 import { checkId, intentId, invalidId } from "../src/domain/identity.ts"
 import { Cause, LAUNCH_NODE, Resolution } from "../src/domain/turn-intent.ts"
 import { Database } from "../src/store/database.ts"
-import { toIntents } from "../src/store/turn-intent-rows.ts"
+import { toIntents, valuesToIntents } from "../src/store/turn-intent-rows.ts"
 import { TurnIntentStore } from "../src/store/turn-intent-store.ts"
 import { layerSqlite } from "../src/store/turn-intent-store-sqlite.ts"
 import { LEASE_MS, workload } from "./fixtures.ts"
@@ -59,6 +59,10 @@ type Key =
   | "decodeStrict"
   | "decodeLoose"
   | "decodeLayer"
+  | "decodeObject"
+  | "factsSchema"
+  | "factsGuard"
+  | "rawValues"
   | "checksGen"
   | "checksPlain"
   | "clock"
@@ -93,6 +97,12 @@ export const breakdownSection: BenchSection = {
     }
     const statement = raw.db.prepare(SQL.claimForRun)
     const row: unknown = statement.all(...params())[0]
+    const valueStatement = raw.db.prepare(SQL.claimForRun).raw(true)
+    const valueRow = valueStatement.all(...params())[0]
+    if (!Array.isArray(valueRow)) throw new Error("a raw statement returned no array row")
+    const values = { columns: valueStatement.columns().map((c) => c.name), rows: [valueRow] }
+    const factsText = w.raw.factsJson
+    const decodeFactsFields = Schema.decodeUnknownEither(FallbackFacts.from)
     const claim = { runId: w.raw.runId, targetSessionId: w.raw.targetSessionId, token, leaseMs: LEASE_MS }
     const lines: Array<Line> = []
     const add = (key: Key, part: string, what: string, summary: Summary) =>
@@ -103,6 +113,12 @@ export const breakdownSection: BenchSection = {
       "query",
       "raw `stmt.all` (the floor)",
       timeSync(loop, () => statement.all(...params()))
+    )
+    add(
+      "rawValues",
+      "query",
+      "raw `stmt.all` with rows as arrays (`stmt.raw(true)`, what the layer steps)",
+      timeSync(loop, () => valueStatement.all(...params()))
     )
     // The immutability triggers are part of the floor too; this is what they cost in it.
     const bare = new RawStore(openRaw(join(context.tempRoot, "breakdown-no-triggers.db")))
@@ -129,8 +145,8 @@ export const breakdownSection: BenchSection = {
           add(
             "fastQuery",
             "query",
-            "layer: `Database.prepare(text).all(params)`, stepped in the fiber (no transaction open)",
-            yield* timeEffect(loop, () => fast.all(params()))
+            "layer: `Database.prepare(text).values(params)`, stepped in the fiber (no transaction open)",
+            yield* timeEffect(loop, () => fast.values?.(params()) ?? fast.all(params()))
           )
           add(
             "sqlQuery",
@@ -196,8 +212,26 @@ export const breakdownSection: BenchSection = {
           add(
             "decodeLayer",
             "decode",
-            "layer: column checks + column count + strict facts (`toIntents`, src/store/turn-intent-rows.ts)",
+            "layer: a value row, column positions once per shape, column checks + facts (`valuesToIntents`)",
+            timeSync(loop, () => valuesToIntents("breakdown", values))
+          )
+          add(
+            "decodeObject",
+            "decode",
+            "layer: the same checks on an object row (inside a transaction, PostgreSQL: `toIntents`)",
             timeSync(loop, () => toIntents("breakdown", [row]))
+          )
+          add(
+            "factsSchema",
+            "decode · facts",
+            "`JSON.parse` + Schema decode of the facts fields (before)",
+            timeSync(loop, () => decodeFactsFields(JSON.parse(factsText)))
+          )
+          add(
+            "factsGuard",
+            "decode · facts",
+            "layer: `parseStoredFacts` (`JSON.parse` + key check + the predicate compiled from the Schema)",
+            timeSync(loop, () => parseStoredFacts(factsText))
           )
           add(
             "checksGen",
@@ -304,15 +338,19 @@ export const breakdownSection: BenchSection = {
       "",
       "Findings (this run's numbers):",
       "",
-      `1. **Query path.** The layer's direct step adds ${us(get("fastQuery") - floor)} µs to the floor ` +
-        `(${us(floor)} µs here). The @effect/sql statement path adds ${us(get("sqlQuery") - floor)} µs: a Scope per query ` +
+      `1. **Query path.** The layer's direct step costs ${us(get("fastQuery"))} µs: ` +
+        `${us(get("fastQuery") - get("rawValues"))} µs over the raw step on value rows (${us(get("rawValues"))} µs), ` +
+        `which itself saves ${us(floor - get("rawValues"))} µs of the floor's object rows (${us(floor)} µs here). The @effect/sql statement path adds ${us(get("sqlQuery") - floor)} µs: a Scope per query ` +
         `${us(get("scope"))}, the connection semaphore ${us(get("semaphore"))}, the \`sql.execute\` span ` +
         `${us(get("span"))}, a prepare-cache lookup ${us(get("cache"))} (together ${us(pieces)}), the rest is fiber ` +
         `plumbing; with the tracer disabled it is still ${us(get("sqlNoTracer") - floor)} µs. The layer uses it only ` +
         "while a transaction is open on the connection, where it must join or wait.",
       `2. **Row decoding**: the strict Schema row cost ${us(get("decodeStrict"))} µs per row ` +
         `(\`onExcessProperty: "error"\` alone ${us(get("decodeStrict") - get("decodeLoose"))} µs); the layer's column ` +
-        `checks with the same strictness cost ${us(get("decodeLayer"))} µs.`,
+        `checks with the same strictness cost ${us(get("decodeLayer"))} µs on a value row, ${us(get("decodeObject"))} µs on ` +
+        `an object row. The facts JSON: \`JSON.parse\` + Schema ${us(get("factsSchema"))} µs, through the predicate ` +
+        `compiled from the same Schema ${us(get("factsGuard"))} µs (src/domain/schema-guard.ts; a failure still goes ` +
+        "through the Schema decode, which words it).",
       `3. **Argument checks**: \`Effect.gen\` steps ${us(get("checksGen"))} µs, plain checks in one ` +
         `\`Effect.suspend\` ${us(get("checksPlain"))} µs. \`Clock\` is ${us(get("clock"))} µs and the ` +
         `immutability triggers ${us(floor - get("noTriggers"))} µs: neither matters.`,

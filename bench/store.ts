@@ -388,6 +388,9 @@ export const storeSection: BenchSection = {
         `Each intent has its own run and session; the table holds ${(normalPlan.ops + normalPlan.warmup).toLocaleString("en")} rows. ` +
         "The layer is `layerSqlite` from src/store, each call timed inside one fiber; the raw floor runs the same " +
         "SQL (for `claimEligibleForSession`: the read-only probe, then the claim) on statements prepared once. " +
+        "The layer steps its statements with rows as value arrays (better-sqlite3's raw mode) and decodes every row " +
+        "strictly; the floor takes better-sqlite3's default object rows and decodes nothing (the breakdown section " +
+        "times both row forms and the decoding). " +
         (full === undefined
           ? "(`--full` adds the walk with `synchronous=FULL` as a column.)"
           : `FULL: the same walk with \`synchronous=FULL\`, ${fullPlan.ops.toLocaleString("en")} ops.`),

@@ -3,8 +3,10 @@
  * `./extension` entry; test kits (the fake Pi session, temp stores) are in `./testing`.
  */
 
+// Typed errors: the domain's and the stores'
+export * as Errors from "./errors.ts"
+
 // Domain (pure)
-export * as Errors from "./domain/errors.ts"
 export * as EventPolicy from "./domain/event-policy.ts"
 export * as Facts from "./domain/facts.ts"
 export * as Identity from "./domain/identity.ts"

@@ -12,7 +12,7 @@
  * connection under them.
  */
 import { type Context, Effect, Layer } from "effect"
-import { StoreFailure } from "../domain/errors.ts"
+import { StoreFailure } from "../store/store-errors.ts"
 import { type CoreOptions, layerCore } from "../delivery/core-layer.ts"
 import * as CrashPoints from "../delivery/crash-points.ts"
 import { Coordinator } from "../delivery/coordinator.ts"

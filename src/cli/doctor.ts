@@ -2,7 +2,7 @@
  * `doctor`: health checks over what the stores hold, explained in plain words. Pure: the
  * caller reads the database (read-only) and passes the records and the current time.
  */
-import { LegacyLaunchNotifications } from "../domain/errors.ts"
+import { LegacyLaunchNotifications } from "../store/store-errors.ts"
 import type { TurnIntent } from "../domain/turn-intent.ts"
 import type { RunRecord } from "../store/run-store.ts"
 import { duration, relative } from "./format.ts"

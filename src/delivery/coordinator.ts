@@ -5,7 +5,8 @@
  * The live implementation is `layer` in `coordinator-live.ts` (see docs/delivery.md).
  */
 import { Context, type Effect } from "effect"
-import type { InvalidInput, StoreFailure } from "../domain/errors.ts"
+import type { InvalidInput } from "../domain/errors.ts"
+import type { StoreFailure } from "../store/store-errors.ts"
 import type { CustomMessage, DeliveryOptions, SendFailed } from "../session/pi-session.ts"
 
 export type NaturalKind = "workflowPrompt" | "presentation"

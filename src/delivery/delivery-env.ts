@@ -3,7 +3,8 @@
  * send: renew the claim, send, and resolve only what the branch shows (docs/protocol.md).
  */
 import { Clock, Duration, Effect, Either, Ref, Schedule } from "effect"
-import type { ClaimNotHeld, IntentNotFound, InvalidInput, StoreFailure } from "../domain/errors.ts"
+import type { ClaimNotHeld, IntentNotFound, InvalidInput } from "../domain/errors.ts"
+import type { StoreFailure } from "../store/store-errors.ts"
 import { resolutionMessageId } from "../domain/identity.ts"
 import type { Resolution, TurnIntent } from "../domain/turn-intent.ts"
 import { describeError } from "../interruption/describe-failure.ts"

@@ -17,7 +17,8 @@
  * An intent whose run has a natural delivery in progress is left to that delivery.
  */
 import { Effect, Either } from "effect"
-import type { InvalidInput, StoreFailure } from "../domain/errors.ts"
+import type { InvalidInput } from "../domain/errors.ts"
+import type { StoreFailure } from "../store/store-errors.ts"
 import type { TurnIntent } from "../domain/turn-intent.ts"
 import { findResolvingMessage } from "./branch-repair.ts"
 import type { SyncReport, SyncTrigger } from "./coordinator.ts"

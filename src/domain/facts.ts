@@ -5,6 +5,7 @@
  */
 import { Effect, ParseResult, Schema } from "effect"
 import { InvalidFacts } from "./errors.ts"
+import { compileGuard } from "./schema-guard.ts"
 
 export const FACTS_SCHEMA = "pi-workflows.deferred-turn-facts.v1"
 export const MAX_REASON_LENGTH = 8_192
@@ -59,6 +60,9 @@ const validateStrictly = (input: unknown): Effect.Effect<FallbackFacts, InvalidF
 // check sees, symbols and non-enumerable keys included), then the fields without the filter.
 const FACT_KEYS: ReadonlySet<PropertyKey> = new Set(Object.keys(FactsFields.fields))
 const decodeFields = Schema.decodeUnknownEither(FactsFields)
+// The same rules compiled to a predicate (schema-guard.ts): a stored row is read on every store
+// call; failures still go through `decodeFields`, which words them.
+const isFields = compileGuard(FactsFields)
 
 const hasOnlyFactKeys = (value: object): boolean => {
   for (const key of Reflect.ownKeys(value)) if (!FACT_KEYS.has(key)) return false
@@ -106,7 +110,9 @@ export const decodeFactsJson = Schema.decodeUnknown(FallbackFactsJson, strict)
  * Re-serialising decoded JSON never makes it longer, so bounding the text bounds the facts.
  */
 export const parseStoredFacts = (text: string): FallbackFacts | string => {
-  if (Buffer.byteLength(text, "utf8") > MAX_FACTS_BYTES) return `facts text exceeds ${MAX_FACTS_BYTES} bytes`
+  // A UTF-16 code unit is at most 3 UTF-8 bytes: short texts need no byte count.
+  if (text.length * 3 > MAX_FACTS_BYTES && Buffer.byteLength(text, "utf8") > MAX_FACTS_BYTES)
+    return `facts text exceeds ${MAX_FACTS_BYTES} bytes`
   let parsed: unknown
   try {
     parsed = JSON.parse(text)
@@ -114,7 +120,9 @@ export const parseStoredFacts = (text: string): FallbackFacts | string => {
     return `facts are not JSON: ${String(error)}`
   }
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) return "facts are not an object"
-  for (const key of Object.keys(parsed)) if (!FACT_KEYS.has(key)) return `unknown facts field ${key}`
+  // No key array per row; JSON.parse makes only own, enumerable string keys, which `for…in` sees.
+  for (const key in parsed) if (!FACT_KEYS.has(key)) return `unknown facts field ${key}`
+  if (isFields?.(parsed) === true) return parsed
   const decoded = decodeFields(parsed)
   return decoded._tag === "Right" ? decoded.right : ParseResult.TreeFormatter.formatErrorSync(decoded.left)
 }

@@ -6,7 +6,8 @@
  * `engine-live.ts` implements it.
  */
 import { Context, type Effect, type Option } from "effect"
-import type { InvalidInput, StoreFailure } from "../domain/errors.ts"
+import type { InvalidInput } from "../domain/errors.ts"
+import type { StoreFailure } from "../store/store-errors.ts"
 import type { RunOrigin } from "../domain/source-event.ts"
 import type { ClaimLost, ReservationConflict, RunNotFound } from "../store/run-errors.ts"
 import type { SubmitReceipt } from "../store/run-store.ts"

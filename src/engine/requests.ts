@@ -5,7 +5,7 @@
  * written (request answered + step `ok`) under the runner's claim and lock, then wakes the runner.
  */
 import { Clock, Deferred, Effect, Option, Ref } from "effect"
-import type { StoreFailure } from "../domain/errors.ts"
+import type { StoreFailure } from "../store/store-errors.ts"
 import type { ClaimLost } from "../store/run-errors.ts"
 import type { RequestRecord, RunStoreService, SubmitReceipt } from "../store/run-store.ts"
 import type { ActiveRun } from "./active-run.ts"

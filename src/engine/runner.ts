@@ -5,7 +5,7 @@
  * submission and a timeout or stop can never both win.
  */
 import { Deferred, Effect, Option, Ref, Schedule } from "effect"
-import type { StoreFailure } from "../domain/errors.ts"
+import type { StoreFailure } from "../store/store-errors.ts"
 import type { ClaimLost } from "../store/run-errors.ts"
 import type { RunError, StepOutcome, StepRecord, StepUpdate } from "../store/run-store.ts"
 import { type ActiveRun, newId, type RunnerDeps, type StopRequest, type VisitState } from "./active-run.ts"

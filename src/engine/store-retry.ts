@@ -15,7 +15,7 @@
  */
 import { Duration, Effect, Schedule } from "effect"
 import { TimingPolicy } from "../delivery/timing-policy.ts"
-import { isLockFailure, StoreFailure } from "../domain/errors.ts"
+import { isLockFailure, StoreFailure } from "../store/store-errors.ts"
 import type { RunStoreService } from "../store/run-store.ts"
 
 /** Retries after the first attempt in the default policy (each attempt already waits the busy budget). */
@@ -33,7 +33,7 @@ const retrying = <A, E extends { readonly _tag: string; readonly message: string
     Effect.retry(effect, { schedule: policy.storeRetry, while: isLockFailure })
   )
 
-const asStoreFailure =
+const defectAsStoreFailure =
   (operation: string) =>
   <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E | StoreFailure> =>
     Effect.catchAllDefect(effect, (defect) =>
@@ -47,7 +47,7 @@ const asStoreFailure =
     )
 
 export const typedStore = (store: RunStoreService): RunStoreService => {
-  const typed = asStoreFailure
+  const typed = defectAsStoreFailure
   return {
     reserve: (run) => typed("reserve")(store.reserve(run)),
     nextQueued: (sessionId) => typed("nextQueued")(store.nextQueued(sessionId)),

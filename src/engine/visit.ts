@@ -5,7 +5,7 @@
  * the request row and the "natural successor sent" mark; settling is the runner's job.
  */
 import { Cause, Clock, Deferred, Effect, Either, Option, Ref, Runtime } from "effect"
-import type { StoreFailure } from "../domain/errors.ts"
+import type { StoreFailure } from "../store/store-errors.ts"
 import { boundReason } from "../domain/facts.ts"
 import type { ClaimLost } from "../store/run-errors.ts"
 import { type ActiveRun, newId, type RunnerDeps, type StopRequest, type VisitState } from "./active-run.ts"

@@ -11,7 +11,8 @@
  * Idempotent; store failures are returned typed and the next pass retries.
  */
 import { Effect, Option } from "effect"
-import type { InvalidInput, StoreFailure } from "../domain/errors.ts"
+import type { InvalidInput } from "../domain/errors.ts"
+import type { StoreFailure } from "../store/store-errors.ts"
 import { RunStore } from "../store/run-store.ts"
 import { TurnIntentStore } from "../store/turn-intent-store.ts"
 import { identify } from "./intent-ids.ts"

@@ -7,7 +7,7 @@
  */
 import { createHash } from "node:crypto"
 import { Effect, Layer } from "effect"
-import { StoreFailure } from "../domain/errors.ts"
+import { StoreFailure } from "../store/store-errors.ts"
 import { Database, immediateAs } from "../store/database.ts"
 import { NotificationStore } from "../store/notification-store.ts"
 import { isTerminal, type RunRecord, RunStore } from "../store/run-store.ts"

@@ -10,10 +10,9 @@
  */
 import { randomUUID } from "node:crypto"
 import { Clock, Context, Effect, FiberMap, Layer, Option, Ref, Schema } from "effect"
-import type { StoreFailure } from "../domain/errors.ts"
+import { type StoreFailure, storeFailure } from "../store/store-errors.ts"
 import { StepProgress } from "../engine/progress.ts"
 import { Database } from "../store/database.ts"
-import { storeFailure } from "../store/store-errors.ts"
 import { NOTIFICATION_SCHEMA, NotificationStore } from "../store/notification-store.ts"
 import { isTerminal, RunStore } from "../store/run-store.ts"
 import { Notifier } from "./notifier.ts"

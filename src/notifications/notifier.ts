@@ -5,7 +5,7 @@
  * it never starts a model turn, and nothing here reads or writes a turn intent.
  */
 import { Context, Effect, Layer } from "effect"
-import type { StoreFailure } from "../domain/errors.ts"
+import type { StoreFailure } from "../store/store-errors.ts"
 import { PiSession } from "../session/pi-session.ts"
 import { NotificationStore } from "../store/notification-store.ts"
 import { displayMessage } from "./text.ts"

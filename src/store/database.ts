@@ -19,7 +19,6 @@ import * as SqlError from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import Sqlite from "better-sqlite3"
 import { Context, Effect, Layer, Option, Scope } from "effect"
-import { IncompatibleStore, LegacyLaunchNotifications, StoreFailure } from "../domain/errors.ts"
 import { migrations } from "./migrations.ts"
 import { CONTROLLER_SCHEMA } from "./schema.ts"
 import {
@@ -30,8 +29,14 @@ import {
   recordedVersions,
   runMigrator
 } from "./schema-versions.ts"
+import {
+  asStoreFailure,
+  IncompatibleStore,
+  LegacyLaunchNotifications,
+  StoreFailure,
+  storeFailure
+} from "./store-errors.ts"
 import { executeFailed, isBusyError, makeConnection, retryBusy, withLockBudget } from "./sqlite-connection.ts"
-import { asStoreFailure, storeFailure } from "./store-errors.ts"
 
 /** The lock budget helpers (`sqlite-connection.ts`), part of this module's public surface. */
 export { ABORT_LOCK_BUDGET_MS, currentLockBudget, withLockBudget } from "./sqlite-connection.ts"
@@ -57,15 +62,30 @@ export interface DatabaseOptions {
   readonly readonly?: boolean
 }
 
+/** Result rows as arrays of values, in the order of `columns`. */
+export interface ValueRows {
+  /** The result's column names; the same array object on every call while the shape stays. */
+  readonly columns: ReadonlyArray<string>
+  readonly rows: ReadonlyArray<ReadonlyArray<unknown>>
+}
+
 /** One SQL text prepared on the database's connection. */
 export interface PreparedStatement {
   /** Run it with positional parameters; every result row (RETURNING included), undecoded. */
   readonly all: (params: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<unknown>, SqlError.SqlError>
   /**
-   * A single-row lookup: the first result row, undecoded (undefined: none). It stops at that
-   * row and builds no array. Optional like `Database.prepare`; absent, callers use `all`.
+   * `all` for a statement that returns rows, each row as its values instead of an object: no
+   * object with a property per column is built per row (docs/bench.md). Optional like
+   * `Database.prepare`; absent, callers use `all`.
    */
-  readonly one?: (params: ReadonlyArray<unknown>) => Effect.Effect<unknown, SqlError.SqlError>
+  readonly values?: (params: ReadonlyArray<unknown>) => Effect.Effect<ValueRows, SqlError.SqlError>
+  /**
+   * `values`, stepped right now when nothing stands in the way: the rows or the driver's error;
+   * undefined when it must wait (a transaction is open, another connection holds the lock) and
+   * `values` is the way. It runs the statement: call it only while an effect runs. Saves the
+   * Effect steps of `values` on the path every store call takes. Optional with `values`.
+   */
+  readonly valuesNow?: (params: ReadonlyArray<unknown>) => ValueRows | SqlError.SqlError | undefined
 }
 
 export interface DatabaseService {
@@ -97,6 +117,23 @@ export class Database extends Context.Tag("pi-workflow-turns/Database")<Database
 }
 
 export type OpenError = StoreFailure | LegacyLaunchNotifications | IncompatibleStore
+
+const isValueRow = (row: unknown): row is ReadonlyArray<unknown> => Array.isArray(row)
+
+const columnNames = (statement: Sqlite.Statement): ReadonlyArray<string> =>
+  statement.columns().map((column) => column.name)
+
+/** Object rows (the SqlClient's) as value rows, named by the first row (one result, one shape). */
+const objectsAsValues = (rows: ReadonlyArray<Record<string, unknown>>): ValueRows => {
+  const columns = rows[0] === undefined ? [] : Object.keys(rows[0])
+  return {
+    columns,
+    // A row with another count keeps its own values: its length tells the decoder.
+    rows: rows.map((row) =>
+      Object.keys(row).length === columns.length ? columns.map((column) => row[column]) : Object.values(row)
+    )
+  }
+}
 
 /** `immediate`, with an SQL failure (BEGIN, COMMIT, a statement) as this operation's `StoreFailure`. */
 export const immediateAs =
@@ -240,35 +277,68 @@ const open = (options: DatabaseOptions) =>
 
     const prepare = (text: string): PreparedStatement => {
       let statement: Sqlite.Statement | undefined
-      const once = <A>(step: (statement: Sqlite.Statement) => A): Effect.Effect<A, SqlError.SqlError> => {
+      let valueStatement: Sqlite.Statement | undefined
+      let columns: ReadonlyArray<string> = []
+      const allRows = (params: ReadonlyArray<unknown>): ReadonlyArray<unknown> => {
+        statement ??= db.prepare(text)
+        return statement.all(...params)
+      }
+      const valueRows = (params: ReadonlyArray<unknown>): ValueRows => {
+        if (valueStatement === undefined) {
+          valueStatement = db.prepare(text).raw(true)
+          columns = columnNames(valueStatement)
+        }
+        const rows = valueStatement.all(...params)
+        if (!rows.every(isValueRow))
+          throw new TypeError("a raw statement returned a row that is not an array")
+        // SQLite re-prepares `*` after a schema change: name the columns of the new shape.
+        if (rows.length > 0 && rows[0]?.length !== columns.length) columns = columnNames(valueStatement)
+        return { columns, rows }
+      }
+      /** One step now: the result, or the driver's error as an SqlError. */
+      const once = <A>(step: () => A): A | SqlError.SqlError => {
         try {
-          statement ??= db.prepare(text)
-          return Effect.succeed(step(statement))
+          return step()
         } catch (cause) {
-          return Effect.fail(executeFailed(cause))
+          return executeFailed(cause)
         }
       }
-      const direct = <A>(step: (statement: Sqlite.Statement) => A) => {
-        const first = once(step)
-        // The common case answers synchronously; only a lock wait goes through the retry.
-        return Effect.catchIf(first, isBusyError, () => waitForLock(Effect.suspend(() => once(step))))
-      }
+      const retried = <A>(step: () => A): Effect.Effect<A, SqlError.SqlError> =>
+        waitForLock(
+          Effect.suspend(() => {
+            const result = once(step)
+            return result instanceof SqlError.SqlError ? Effect.fail(result) : Effect.succeed(result)
+          })
+        )
+      // Decided when the effect runs: an open transaction is another fiber's (the SqlClient
+      // waits for it) or the caller's (the SqlClient joins it); never step into it directly.
+      // The common case answers synchronously; only a lock wait goes through the retry.
+      const run = <A>(step: () => A, viaClient: () => Effect.Effect<A, SqlError.SqlError>) =>
+        Effect.suspend((): Effect.Effect<A, SqlError.SqlError> => {
+          if (db.inTransaction) return viaClient()
+          const result = once(step)
+          return !(result instanceof SqlError.SqlError)
+            ? Effect.succeed(result)
+            : isBusyError(result)
+              ? retried(step)
+              : Effect.fail(result)
+        })
       return {
-        // Decided when the effect runs: an open transaction is another fiber's (the SqlClient
-        // waits for it) or the caller's (the SqlClient joins it); never step into it directly.
         all: (params) =>
-          Effect.suspend(
-            (): Effect.Effect<ReadonlyArray<unknown>, SqlError.SqlError> =>
-              db.inTransaction
-                ? sql.unsafe(text, params)
-                : direct((s): ReadonlyArray<unknown> => s.all(...params))
+          run(
+            () => allRows(params),
+            () => sql.unsafe(text, params)
           ),
-        one: (params) =>
-          Effect.suspend(() =>
-            db.inTransaction
-              ? Effect.map(sql.unsafe(text, params), (rows) => rows[0])
-              : direct((s): unknown => s.get(...params))
-          )
+        values: (params) =>
+          run(
+            () => valueRows(params),
+            () => Effect.map(sql.unsafe<Record<string, unknown>>(text, params), objectsAsValues)
+          ),
+        valuesNow: (params) => {
+          if (db.inTransaction) return undefined
+          const result = once(() => valueRows(params))
+          return result instanceof SqlError.SqlError && isBusyError(result) ? undefined : result
+        }
       }
     }
 

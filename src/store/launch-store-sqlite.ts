@@ -6,7 +6,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type * as SqlError from "@effect/sql/SqlError"
 import { Clock, Effect, Either, Layer, Option, type ParseResult, Schema } from "effect"
-import { StoreFailure } from "../domain/errors.ts"
+import { asStoreFailure, StoreFailure, storeFailure } from "./store-errors.ts"
 import { LaunchAlreadyReserved, RestartRefused } from "../terminal/errors.ts"
 import {
   type LaunchRecord,
@@ -17,7 +17,6 @@ import {
 } from "../terminal/launch-store.ts"
 import { decodeLaunch, encodeLaunch, LAUNCH_SCHEMA } from "../terminal/lineage.ts"
 import { Database } from "./database.ts"
-import { asStoreFailure, storeFailure } from "./store-errors.ts"
 
 const Row = Schema.Struct({
   run_id: Schema.String,

@@ -5,7 +5,8 @@
  * turn intent: a notification is only ever shown, never answered.
  */
 import { Context, type Effect, type Option, Schema } from "effect"
-import type { InvalidInput, StoreFailure } from "../domain/errors.ts"
+import type { InvalidInput } from "../domain/errors.ts"
+import type { StoreFailure } from "./store-errors.ts"
 
 export const NOTIFICATION_SCHEMA = "pi-workflows.notification.v1"
 

@@ -8,7 +8,7 @@
  * so a runner that lost its claim writes nothing.
  */
 import { Context, type Effect, type Option, Schema } from "effect"
-import type { StoreFailure } from "../domain/errors.ts"
+import type { StoreFailure } from "./store-errors.ts"
 import type { Provenance, RunOrigin } from "../domain/source-event.ts"
 import type {
   ClaimLost,

@@ -13,7 +13,7 @@ import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type * as SqlError from "@effect/sql/SqlError"
 import { Effect, Option, Schema } from "effect"
-import { StoreFailure } from "../domain/errors.ts"
+import { StoreFailure } from "./store-errors.ts"
 
 /** @effect/sql's default table; named here because the version checks read it directly. */
 export const MIGRATIONS_TABLE = "effect_sql_migrations"

@@ -2,10 +2,54 @@
  * How the stores report infrastructure failures: an SQL error (the driver's) or a stored row
  * that does not decode becomes the operation's `StoreFailure`, in the driver's own words; the
  * operation's domain errors pass through unchanged. Every store maps with `asStoreFailure`.
+ * The store's own error types live here too: a failure, an incompatible or legacy database.
  */
 import * as SqlError from "@effect/sql/SqlError"
-import { Effect, ParseResult } from "effect"
-import { StoreFailure } from "../domain/errors.ts"
+import { Effect, ParseResult, Schema } from "effect"
+
+/** The SQLite store failed (busy, read-only, I/O, …). Wraps the underlying error. */
+export class StoreFailure extends Schema.TaggedError<StoreFailure>()("StoreFailure", {
+  operation: Schema.String,
+  message: Schema.String,
+  cause: Schema.optional(Schema.Defect)
+}) {}
+
+/**
+ * The database holds pending `launch_failure` notifications from the earlier alpha contract.
+ * They are not migrated or deleted; the operator resets the store.
+ */
+export class LegacyLaunchNotifications extends Schema.TaggedError<LegacyLaunchNotifications>()(
+  "LegacyLaunchNotifications",
+  { databasePath: Schema.String, pending: Schema.Number }
+) {
+  override get message() {
+    return (
+      `The controller store ${this.databasePath} has ${this.pending} pending launch_failure ` +
+      "notification(s) from an earlier alpha release; this release replaces them with turn intents " +
+      "and will not reinterpret or delete them. To reset the controller store: stop Pi, move " +
+      `${this.databasePath} (and its -wal and -shm files, if present) aside, then start Pi again; ` +
+      "a fresh store is created on open."
+    )
+  }
+}
+
+/** The database belongs to another schema family or version. */
+export class IncompatibleStore extends Schema.TaggedError<IncompatibleStore>()("IncompatibleStore", {
+  databasePath: Schema.String,
+  found: Schema.String
+}) {
+  override get message() {
+    return `The database ${this.databasePath} has schema "${this.found}", expected "pi-workflows.controller-store.v1"`
+  }
+}
+
+/**
+ * A store failure that a later attempt can fix: another connection held a lock past the busy
+ * budget. Read-only files, I/O errors and bad rows are not retried.
+ */
+export const isLockFailure = (error: { readonly _tag: string; readonly message: string }): boolean =>
+  error._tag === "StoreFailure" &&
+  /SQLITE_BUSY|SQLITE_LOCKED|database is locked|database table is locked/i.test(error.message)
 
 /** What a store operation may meet below its own logic. */
 export type InfraError = SqlError.SqlError | ParseResult.ParseError

@@ -1,12 +1,14 @@
 /**
  * A stored `workflow_turn_intents` row to a TurnIntent, decoded strictly before anyone sees it:
- * exactly the table's columns, each of its type and value set, and the facts JSON as strict as
- * every other facts decode. Plain column checks instead of a Schema struct: the same rules at
- * a seventh of the cost per row (docs/bench.md), and a row is decoded on every store call.
+ * exactly the table's columns, each of its type and value set, and the facts JSON through the
+ * same Schema as every other facts decode. A row is decoded on every store call, so the column
+ * checks are plain code, and rows arrive as value arrays (docs/bench.md): the column positions
+ * of a result shape are worked out once per shape, not once per row.
  */
-import { StoreFailure } from "../domain/errors.ts"
-import { parseStoredFacts } from "../domain/facts.ts"
+import { StoreFailure } from "./store-errors.ts"
+import { type FallbackFacts, parseStoredFacts } from "../domain/facts.ts"
 import { Cause, Resolution, type TurnIntent } from "../domain/turn-intent.ts"
+import type { ValueRows } from "./database.ts"
 
 export const CAUSES: ReadonlySet<string> = new Set(Cause.literals)
 export const RESOLUTIONS: ReadonlySet<string> = new Set(Resolution.literals)
@@ -31,81 +33,126 @@ export const TURN_INTENT_COLUMNS = [
   "delivery_claim_expires_at"
 ] as const
 
-class BadRow extends Error {}
+const COLUMN_COUNT = TURN_INTENT_COLUMNS.length
 
-type Row = Readonly<Record<string, unknown>>
-
-const text = (row: Row, column: string): string => {
-  const value = row[column]
-  if (typeof value !== "string") throw new BadRow(`${column} is not text`)
-  return value
+/** Facts the caller just validated and stored as `json`: a returned row with that text reuses them. */
+export interface KnownFacts {
+  readonly json: string
+  readonly facts: FallbackFacts
 }
 
-const textOrNull = (row: Row, column: string): string | null =>
-  row[column] === null ? null : text(row, column)
+class BadRow extends Error {}
 
 const isCause = (value: string): value is Cause => CAUSES.has(value)
 const isResolution = (value: string): value is Resolution => RESOLUTIONS.has(value)
 
-const cause = (row: Row): Cause => {
-  const value = text(row, "cause")
-  if (!isCause(value)) throw new BadRow(`cause has unknown value ${value}`)
+/** Where each TURN_INTENT_COLUMNS entry sits in a row of this shape; BadRow for any other shape. */
+const positionsOf = (columns: ReadonlyArray<string>): ReadonlyArray<number> | undefined => {
+  const at = TURN_INTENT_COLUMNS.map((column) => columns.indexOf(column))
+  // All present and no more: a column this version does not know is a fault, not ignored.
+  if (columns.length !== COLUMN_COUNT || at.includes(-1))
+    throw new BadRow(`expected the ${COLUMN_COUNT} turn intent columns, got ${columns.join(", ")}`)
+  // Table order (the usual case): the row is used as it is.
+  return at.every((position, index) => position === index) ? undefined : at
+}
+
+// Compiled once per result shape: the fast path hands the same columns array on every call.
+const shapes = new WeakMap<ReadonlyArray<string>, { readonly at: ReadonlyArray<number> | undefined }>()
+const positions = (columns: ReadonlyArray<string>): ReadonlyArray<number> | undefined => {
+  let shape = shapes.get(columns)
+  if (shape === undefined) {
+    shape = { at: positionsOf(columns) }
+    shapes.set(columns, shape)
+  }
+  return shape.at
+}
+
+const text = (value: unknown, column: number): string => {
+  if (typeof value !== "string") throw new BadRow(`${TURN_INTENT_COLUMNS[column]} is not text`)
   return value
 }
 
-const resolution = (row: Row): Resolution | null => {
-  const value = textOrNull(row, "resolution")
-  if (value !== null && !isResolution(value)) throw new BadRow(`resolution has unknown value ${value}`)
-  return value
-}
+const textOrNull = (value: unknown, column: number): string | null =>
+  value === null ? null : text(value, column)
 
-const expiresAt = (row: Row): number | null => {
-  const value = row.delivery_claim_expires_at
-  if (value !== null && typeof value !== "number")
+/** One row's values in TURN_INTENT_COLUMNS order. */
+const decodeValues = (values: ReadonlyArray<unknown>, known: KnownFacts | undefined): TurnIntent => {
+  if (values.length !== COLUMN_COUNT)
+    throw new BadRow(`expected ${COLUMN_COUNT} columns, got a row of ${values.length} values`)
+  const cause = text(values[5], 5)
+  if (!isCause(cause)) throw new BadRow(`cause has unknown value ${cause}`)
+  const resolution = textOrNull(values[12], 12)
+  if (resolution !== null && !isResolution(resolution))
+    throw new BadRow(`resolution has unknown value ${resolution}`)
+  const expiresAt = values[15]
+  if (expiresAt !== null && typeof expiresAt !== "number")
     throw new BadRow("delivery_claim_expires_at is not a number")
-  return value
-}
-
-const isRow = (value: unknown): value is Row => typeof value === "object" && value !== null
-
-const decode = (value: unknown): TurnIntent => {
-  if (!isRow(value)) throw new BadRow("not a row")
-  // Every column is read below, so the count alone rules out extra ones.
-  const keys = Object.keys(value)
-  if (keys.length !== TURN_INTENT_COLUMNS.length)
-    throw new BadRow(`expected ${TURN_INTENT_COLUMNS.length} columns, got ${keys.join(", ")}`)
-  const facts = parseStoredFacts(text(value, "fallback_facts_json"))
+  const factsText = text(values[8], 8)
+  // The same text decodes to the same facts: a row just written from validated facts skips it.
+  const facts = known !== undefined && known.json === factsText ? known.facts : parseStoredFacts(factsText)
   if (typeof facts === "string") throw new BadRow(`fallback_facts_json: ${facts}`)
   return {
-    intentId: text(value, "intent_id"),
-    sourceEventId: text(value, "source_event_id"),
-    runId: text(value, "run_id"),
-    workflowRef: text(value, "workflow_ref"),
-    targetSessionId: text(value, "target_session_id"),
-    cause: cause(value),
-    nodeId: textOrNull(value, "node_id"),
-    attemptId: textOrNull(value, "attempt_id"),
+    intentId: text(values[0], 0),
+    sourceEventId: text(values[1], 1),
+    runId: text(values[2], 2),
+    workflowRef: text(values[3], 3),
+    targetSessionId: text(values[4], 4),
+    cause,
+    nodeId: textOrNull(values[6], 6),
+    attemptId: textOrNull(values[7], 7),
     facts,
-    requestedAt: text(value, "requested_at"),
-    eligibleAt: textOrNull(value, "eligible_at"),
-    resolvedAt: textOrNull(value, "resolved_at"),
-    resolution: resolution(value),
-    resolutionMessageId: textOrNull(value, "resolution_message_id"),
-    deliveryClaimToken: textOrNull(value, "delivery_claim_token"),
-    deliveryClaimExpiresAt: expiresAt(value)
+    requestedAt: text(values[9], 9),
+    eligibleAt: textOrNull(values[10], 10),
+    resolvedAt: textOrNull(values[11], 11),
+    resolution,
+    resolutionMessageId: textOrNull(values[13], 13),
+    deliveryClaimToken: textOrNull(values[14], 14),
+    deliveryClaimExpiresAt: expiresAt
   }
 }
 
-/** Decode result rows; a row that does not decode is a store fault (StoreFailure), never data. */
+const isRecord = (value: unknown): value is Readonly<Record<string, unknown>> =>
+  typeof value === "object" && value !== null
+
+/** An object row (the SqlClient's form): its values by column name, then the same checks. */
+const decodeObject = (row: unknown): TurnIntent => {
+  if (!isRecord(row)) throw new BadRow("not a row")
+  positionsOf(Object.keys(row))
+  return decodeValues(
+    TURN_INTENT_COLUMNS.map((column) => row[column]),
+    undefined
+  )
+}
+
+const failure = (operation: string, error: unknown): StoreFailure =>
+  new StoreFailure({
+    operation,
+    message: `stored turn intent does not decode: ${error instanceof BadRow ? error.message : String(error)}`,
+    cause: error
+  })
+
+/** Decode object rows; a row that does not decode is a store fault (StoreFailure), never data. */
 export const toIntents = (operation: string, rows: ReadonlyArray<unknown>): TurnIntent[] | StoreFailure => {
   try {
-    return rows.map(decode)
+    return rows.map(decodeObject)
   } catch (error) {
-    const message = error instanceof BadRow ? error.message : String(error)
-    return new StoreFailure({
-      operation,
-      message: `stored turn intent does not decode: ${message}`,
-      cause: error
-    })
+    return failure(operation, error)
+  }
+}
+
+/** Decode value rows (the Database's fast path); the same checks and failures as `toIntents`. */
+export const valuesToIntents = (
+  operation: string,
+  result: ValueRows,
+  known?: KnownFacts
+): TurnIntent[] | StoreFailure => {
+  try {
+    if (result.rows.length === 0) return []
+    const at = positions(result.columns)
+    return result.rows.map((row) =>
+      decodeValues(at === undefined ? row : at.map((position) => row[position]), known)
+    )
+  } catch (error) {
+    return failure(operation, error)
   }
 }

@@ -4,87 +4,51 @@
  * processes can never both win, and no read-then-write window exists to lose a race in.
  *
  * Store calls sit on every abort and every delivery, so each one is kept close to the cost of
- * its SQL (docs/bench.md): statements are prepared once on the Database's fast path, arguments
- * are checked by plain functions inside one `Effect.suspend`, rows are decoded by column checks
- * (turn-intent-rows.ts). Errors and their messages are the same as a step-by-step check gives.
+ * its SQL (docs/bench.md): statements are prepared once on the Database's fast path and step
+ * rows as value arrays, arguments are checked by plain functions inside one `Effect.suspend`
+ * (turn-intent-input.ts), rows are decoded by column checks (turn-intent-rows.ts), and on the
+ * free connection a call takes no Effect step beyond that suspend and its result.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlError from "@effect/sql/SqlError"
 import { Clock, Effect, Layer, Option } from "effect"
-import {
-  ClaimNotHeld,
-  IdentityCollision,
-  IntentNotFound,
-  InvalidInput,
-  StoreFailure
-} from "../domain/errors.ts"
+import { ClaimNotHeld, IdentityCollision, IntentNotFound } from "../domain/errors.ts"
+import { asStoreFailure, StoreFailure, storeFailure } from "./store-errors.ts"
 import { validateFactsJson } from "../domain/facts.ts"
 import { intentId as deriveIntentId, invalidId } from "../domain/identity.ts"
 import { IMMUTABLE_FIELDS, type TurnIntent } from "../domain/turn-intent.ts"
 import { Database, type DatabaseOptions, type OpenError, type PreparedStatement } from "./database.ts"
-import { asStoreFailure, storeFailure } from "./store-errors.ts"
-import { CAUSES, RESOLUTIONS, toIntents } from "./turn-intent-rows.ts"
+import {
+  checked,
+  invalidCause,
+  invalidClaim,
+  invalidInteger,
+  invalidResolution,
+  invalidState
+} from "./turn-intent-input.ts"
+import { type KnownFacts, toIntents, valuesToIntents } from "./turn-intent-rows.ts"
 import { claimEligibleSql, listSql, SQL } from "./turn-intent-sql.ts"
 import {
-  type Claim,
   type EnsureIntent,
-  MAX_LEASE_MS,
   MAX_LIST_LIMIT,
   TurnIntentStore,
   type TurnIntentStoreService
 } from "./turn-intent-store.ts"
-
-const invalidInteger = (field: string, value: number, min: number, max: number): InvalidInput | undefined =>
-  Number.isSafeInteger(value) && value >= min && value <= max
-    ? undefined
-    : new InvalidInput({ field, message: `${field} must be an integer from ${min} to ${max}` })
-
-const invalidClaim = (claim: Claim): InvalidInput | undefined =>
-  invalidId("token", claim.token) ?? invalidInteger("leaseMs", claim.leaseMs, 1, MAX_LEASE_MS)
-
-// Callers are typed, but the values cross into CHECK constraints: reject them as input first.
-const invalidCause = (cause: string): InvalidInput | undefined =>
-  CAUSES.has(cause)
-    ? undefined
-    : new InvalidInput({
-        field: "cause",
-        message:
-          "cause must be agentCancelled, timedOut, failed, launchFailed, controllerInterrupted, claimLost or completed"
-      })
-
-const invalidResolution = (resolution: string): InvalidInput | undefined =>
-  RESOLUTIONS.has(resolution)
-    ? undefined
-    : new InvalidInput({
-        field: "resolution",
-        message: "resolution must be workflowPrompt, presentation or fallback"
-      })
-
-const invalidState = (state: string | undefined): InvalidInput | undefined =>
-  state === undefined ||
-  state === "pending" ||
-  state === "eligible" ||
-  state === "resolved" ||
-  state === "all"
-    ? undefined
-    : new InvalidInput({ field: "state", message: "state must be pending, eligible, resolved or all" })
-
-/** Run the checks when the effect runs; the first failing one is the error. */
-const checked = <A, E>(
-  check: () => InvalidInput | undefined,
-  run: () => Effect.Effect<A, E>
-): Effect.Effect<A, E | InvalidInput> =>
-  Effect.suspend((): Effect.Effect<A, E | InvalidInput> => {
-    const error = check()
-    return error === undefined ? run() : Effect.fail(error)
-  })
 
 const iso = (millis: number) => new Date(millis).toISOString()
 
 /** SQLite compares TEXT with BINARY collation; sort results the same way, not by locale. */
 const ordinal = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
+const all = (found: ReadonlyArray<TurnIntent>) => found
+const first = (found: ReadonlyArray<TurnIntent>) => Option.fromNullable(found[0])
+
 const byEligibility = (a: TurnIntent, b: TurnIntent) =>
   ordinal(a.eligibleAt ?? "", b.eligibleAt ?? "") || ordinal(a.intentId, b.intentId)
+
+// RETURNING order is unspecified; callers rely on eligibility order.
+const inEligibilityOrder = (claimed: ReadonlyArray<TurnIntent>) =>
+  claimed.length < 2 ? claimed : [...claimed].sort(byEligibility)
 
 export const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
@@ -104,46 +68,75 @@ export const make = Effect.gen(function* () {
     release: prepare(SQL.release)
   }
   // Texts with a constant limit (see turn-intent-sql.ts): one prepared statement per text. The
-  // texts are few (filter combinations × the limits callers use), so the map stays small.
-  const byText = new Map<string, PreparedStatement>()
-  const preparedText = (text: string): PreparedStatement => {
-    let prepared = byText.get(text)
-    if (prepared === undefined) {
-      prepared = prepare(text)
-      byText.set(text, prepared)
+  // texts are few (filter combinations × the limits callers use), so the maps stay small. They
+  // are keyed by what makes the text, so a call neither builds nor hashes the text again.
+  const memo = <K>(text: (key: K) => string) => {
+    const byKey = new Map<K, PreparedStatement>()
+    return (key: K): PreparedStatement => {
+      let prepared = byKey.get(key)
+      if (prepared === undefined) {
+        prepared = prepare(text(key))
+        byKey.set(key, prepared)
+      }
+      return prepared
     }
-    return prepared
+  }
+  const claimEligibleStatement = memo(claimEligibleSql)
+  const LIST_STATES = ["all", "pending", "eligible", "resolved"] as const
+  // limit × state × session filter × run filter, as one number (the limit is a checked integer).
+  const listStatement = memo((key: number) =>
+    listSql((key & 2) !== 0, (key & 1) !== 0, LIST_STATES[(key >> 2) & 3] ?? "all", Math.floor(key / 16))
+  )
+
+  /**
+   * Run a statement that returns intent rows, decode them and hand them to `finish`; failures
+   * become StoreFailure. `known`: facts this call just validated and wrote (their row needs no
+   * second decode). It steps the statement when called: call it only while the effect runs (in
+   * a `checked` thunk or a continuation). On the free connection, the path every store call
+   * takes, it costs no Effect step beyond the result's (docs/bench.md).
+   */
+  const intentRows = <A>(
+    operation: string,
+    prepared: PreparedStatement,
+    params: ReadonlyArray<unknown>,
+    known: KnownFacts | undefined,
+    finish: (found: ReadonlyArray<TurnIntent>) => A
+  ): Effect.Effect<A, StoreFailure> => {
+    const now = prepared.valuesNow?.(params)
+    if (now !== undefined) {
+      if (now instanceof SqlError.SqlError) return Effect.fail(storeFailure(operation)(now))
+      const found = valuesToIntents(operation, now, known)
+      return found instanceof StoreFailure ? Effect.fail(found) : Effect.succeed(finish(found))
+    }
+    const decoded = (found: TurnIntent[] | StoreFailure) =>
+      found instanceof StoreFailure ? Effect.fail(found) : Effect.succeed(finish(found))
+    return prepared.values === undefined
+      ? Effect.flatMap(Effect.mapError(prepared.all(params), storeFailure(operation)), (found) =>
+          decoded(toIntents(operation, found))
+        )
+      : Effect.flatMap(Effect.mapError(prepared.values(params), storeFailure(operation)), (found) =>
+          decoded(valuesToIntents(operation, found, known))
+        )
   }
 
-  /** Run a statement that returns intent rows and decode them; failures become StoreFailure. */
   const rows = (
     operation: string,
     prepared: PreparedStatement,
-    params: ReadonlyArray<unknown>
+    params: ReadonlyArray<unknown>,
+    known?: KnownFacts
   ): Effect.Effect<ReadonlyArray<TurnIntent>, StoreFailure> =>
-    Effect.flatMap(Effect.mapError(prepared.all(params), storeFailure(operation)), (found) => {
-      const decoded = toIntents(operation, found)
-      return decoded instanceof StoreFailure ? Effect.fail(decoded) : Effect.succeed(decoded)
-    })
+    Effect.suspend(() => intentRows(operation, prepared, params, known, all))
 
-  /** One intent by ID: a single-row lookup where the Database offers one. */
-  const select = (operation: string, id: string): Effect.Effect<Option.Option<TurnIntent>, StoreFailure> => {
-    const one = statement.select.one
-    if (one === undefined) {
-      return Effect.map(rows(operation, statement.select, [id]), (found) => Option.fromNullable(found[0]))
-    }
-    return Effect.flatMap(asStoreFailure(operation)(one([id])), (row) => {
-      if (row === undefined) return Effect.succeed(Option.none())
-      const decoded = toIntents(operation, [row])
-      return decoded instanceof StoreFailure
-        ? Effect.fail(decoded)
-        : Effect.succeed(Option.fromNullable(decoded[0]))
-    })
-  }
+  /** One intent by ID; like `intentRows`, call it only while the effect runs. */
+  const selectNow = (operation: string, id: string): Effect.Effect<Option.Option<TurnIntent>, StoreFailure> =>
+    intentRows(operation, statement.select, [id], undefined, first)
 
-  const markEligible = (operation: string, id: string, factsJson: string | null) =>
+  const select = (operation: string, id: string): Effect.Effect<Option.Option<TurnIntent>, StoreFailure> =>
+    Effect.suspend(() => selectNow(operation, id))
+
+  const markEligible = (operation: string, id: string, facts: KnownFacts | undefined) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      rows(operation, statement.markEligible, [iso(now), factsJson, id])
+      rows(operation, statement.markEligible, [iso(now), facts?.json ?? null, id], facts)
     )
 
   /** The intent already existed: same immutable fields, or an IdentityCollision. */
@@ -156,14 +149,14 @@ export const make = Effect.gen(function* () {
       const differs = IMMUTABLE_FIELDS.filter((field) => existing[field] !== input[field])
       if (differs.length > 0) return yield* new IdentityCollision({ intentId: id, fields: differs })
       if (input.eligible === true && existing.resolvedAt === null && existing.eligibleAt === null) {
-        const updated = yield* markEligible("ensure", id, null)
+        const updated = yield* markEligible("ensure", id, undefined)
         return updated[0] ?? existing
       }
       return existing
     })
 
   const ensure: TurnIntentStoreService["ensure"] = (input) =>
-    Effect.flatMap(validateFactsJson(input.facts), ({ json }) =>
+    Effect.flatMap(validateFactsJson(input.facts), (facts) =>
       checked(
         () => invalidId("workflowRef", input.workflowRef) ?? invalidCause(input.cause),
         () =>
@@ -179,11 +172,11 @@ export const make = Effect.gen(function* () {
                 input.cause,
                 input.nodeId,
                 input.attemptId,
-                json,
+                facts.json,
                 requestedAt,
                 input.eligible === true ? requestedAt : null
               ]
-              return Effect.flatMap(rows("ensure", statement.insert, params), (inserted) =>
+              return Effect.flatMap(rows("ensure", statement.insert, params, facts), (inserted) =>
                 inserted[0] !== undefined ? Effect.succeed(inserted[0]) : ensureExisting(input, id)
               )
             })
@@ -194,7 +187,7 @@ export const make = Effect.gen(function* () {
   const get: TurnIntentStoreService["get"] = (id) =>
     checked(
       () => invalidId("intentId", id),
-      () => select("get", id)
+      () => selectNow("get", id)
     )
 
   const claimForRun: TurnIntentStoreService["claimForRun"] = (input) =>
@@ -205,16 +198,12 @@ export const make = Effect.gen(function* () {
         invalidClaim(input),
       () =>
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          Effect.map(
-            rows("claimForRun", statement.claimForRun, [
-              input.token,
-              now + input.leaseMs,
-              input.runId,
-              input.targetSessionId,
-              now,
-              input.token
-            ]),
-            (claimed) => Option.fromNullable(claimed[0])
+          intentRows(
+            "claimForRun",
+            statement.claimForRun,
+            [input.token, now + input.leaseMs, input.runId, input.targetSessionId, now, input.token],
+            undefined,
+            first
           )
         )
     )
@@ -232,16 +221,12 @@ export const make = Effect.gen(function* () {
             Effect.flatMap((found) =>
               found.length === 0
                 ? Effect.succeed([])
-                : Effect.map(
-                    rows("claimEligibleForSession", preparedText(claimEligibleSql(input.limit)), [
-                      input.token,
-                      now + input.leaseMs,
-                      input.targetSessionId,
-                      now,
-                      input.token
-                    ]),
-                    // RETURNING order is unspecified; callers rely on eligibility order.
-                    (claimed) => (claimed.length < 2 ? claimed : [...claimed].sort(byEligibility))
+                : intentRows(
+                    "claimEligibleForSession",
+                    claimEligibleStatement(input.limit),
+                    [input.token, now + input.leaseMs, input.targetSessionId, now, input.token],
+                    undefined,
+                    inEligibilityOrder
                   )
             )
           )
@@ -253,8 +238,8 @@ export const make = Effect.gen(function* () {
       () => invalidId("intentId", input.intentId),
       () => {
         // Plain combinators, no generator: this is a hot path (docs/bench.md).
-        const mark = (factsJson: string | null) =>
-          Effect.flatMap(markEligible("makeEligible", input.intentId, factsJson), (updated) => {
+        const mark = (facts: KnownFacts | undefined) =>
+          Effect.flatMap(markEligible("makeEligible", input.intentId, facts), (updated) => {
             const row = updated[0]
             if (row !== undefined) return Effect.succeed(row)
             // Nothing updated: resolved already (returned as it is), or no such intent.
@@ -265,8 +250,8 @@ export const make = Effect.gen(function* () {
             )
           })
         return input.facts === undefined
-          ? mark(null)
-          : Effect.flatMap(validateFactsJson(input.facts), (facts) => mark(facts.json))
+          ? mark(undefined)
+          : Effect.flatMap(validateFactsJson(input.facts), mark)
       }
     )
 
@@ -348,13 +333,12 @@ export const make = Effect.gen(function* () {
         const params: Array<unknown> = []
         if (query.targetSessionId !== undefined) params.push(query.targetSessionId)
         if (query.runId !== undefined) params.push(query.runId)
-        const text = listSql(
-          query.targetSessionId !== undefined,
-          query.runId !== undefined,
-          query.state ?? "all",
-          query.limit
-        )
-        return rows("list", preparedText(text), params)
+        const key =
+          query.limit * 16 +
+          LIST_STATES.indexOf(query.state ?? "all") * 4 +
+          (query.targetSessionId !== undefined ? 2 : 0) +
+          (query.runId !== undefined ? 1 : 0)
+        return intentRows("list", listStatement(key), params, undefined, all)
       }
     )
 

@@ -8,9 +8,9 @@ import type {
   IdentityCollision,
   IntentNotFound,
   InvalidFacts,
-  InvalidInput,
-  StoreFailure
+  InvalidInput
 } from "../domain/errors.ts"
+import type { StoreFailure } from "./store-errors.ts"
 import type { FallbackFacts } from "../domain/facts.ts"
 import type { Cause, Resolution, TurnIntent } from "../domain/turn-intent.ts"
 

@@ -8,7 +8,7 @@
  * second launch is refused, and the transaction leaves nothing behind.
  */
 import { Context, type Effect, type Option } from "effect"
-import type { StoreFailure } from "../domain/errors.ts"
+import type { StoreFailure } from "../store/store-errors.ts"
 import type { LaunchAlreadyReserved, RestartRefused } from "./errors.ts"
 import type { Launch, Lineage } from "./lineage.ts"
 

@@ -5,7 +5,7 @@
  * Nothing here is used at runtime.
  */
 import { Context, Effect, Layer } from "effect"
-import type { StoreFailure } from "../domain/errors.ts"
+import type { StoreFailure } from "../store/store-errors.ts"
 import { Database } from "../store/database.ts"
 import { NotificationStore, type NotificationStoreService } from "../store/notification-store.ts"
 import { RunStore, type RunStoreService } from "../store/run-store.ts"

@@ -15,7 +15,7 @@ import type * as CrashPoints from "../../src/delivery/crash-points.ts"
 import { afterSettle, classifySettle, onSessionStart, onShutdown } from "../../src/app/session-hooks.ts"
 import { runCommand } from "../../src/app/command-actions.ts"
 import { runTool } from "../../src/app/tool-actions.ts"
-import { StoreFailure } from "../../src/domain/errors.ts"
+import { StoreFailure } from "../../src/store/store-errors.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { makeFake } from "../../src/session/pi-session-fake.ts"
 import {

@@ -186,11 +186,11 @@ describe("the sync-pass probe", () => {
 describe("stored rows are decoded strictly", () => {
   const corrupt = (statements: ReadonlyArray<string>) =>
     Effect.gen(function* () {
-      const { path, store } = yield* open()
+      const { path, store, database } = yield* open()
       const intent = yield* store.ensure(sampleIntent())
       const db = yield* rawDb(path)
       for (const statement of statements) db.exec(statement)
-      return { store, intent }
+      return { store, intent, database }
     })
 
   it.scoped("facts with an unknown field are a StoreFailure that names it", () =>
@@ -224,6 +224,31 @@ describe("stored rows are decoded strictly", () => {
       const error = yield* Effect.flip(store.get(intent.intentId))
       expect(error._tag).toBe("StoreFailure")
       expect(error.message).toContain("surprise")
+    })
+  )
+
+  it.scoped("a column added after the statement was prepared is a StoreFailure that names it", () =>
+    Effect.gen(function* () {
+      const { path, store } = yield* open()
+      const intent = yield* store.ensure(sampleIntent())
+      // Prepared and used with the table's shape of then; SQLite re-prepares it after the change.
+      expect(Option.isSome(yield* store.get(intent.intentId))).toBe(true)
+      const db = yield* rawDb(path)
+      db.exec("ALTER TABLE workflow_turn_intents ADD COLUMN surprise TEXT")
+      const error = yield* Effect.flip(store.get(intent.intentId))
+      expect(error._tag).toBe("StoreFailure")
+      expect(error.message).toContain("surprise")
+    })
+  )
+
+  it.scoped("inside a transaction (the SqlClient's rows) bad stored data is the same StoreFailure", () =>
+    Effect.gen(function* () {
+      const { store, intent, database } = yield* corrupt([
+        `UPDATE workflow_turn_intents SET fallback_facts_json = json_set(fallback_facts_json, '$.env', 'x')`
+      ])
+      const error = yield* Effect.flip(database.immediate(store.get(intent.intentId)))
+      expect(error._tag).toBe("StoreFailure")
+      expect(error.message).toContain("unknown facts field env")
     })
   )
 })

@@ -21,7 +21,7 @@ import * as SqlError from "@effect/sql/SqlError"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { Clock, Context, Duration, Effect, Layer, Option, Redacted, Schedule } from "effect"
 import pg from "pg"
-import { IncompatibleStore, StoreFailure } from "../../domain/errors.ts"
+import { IncompatibleStore, StoreFailure } from "../store-errors.ts"
 import {
   currentLockBudget,
   Database,

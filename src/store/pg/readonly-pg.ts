@@ -6,7 +6,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
-import { IncompatibleStore, StoreFailure } from "../../domain/errors.ts"
+import { IncompatibleStore, StoreFailure } from "../store-errors.ts"
 import { storeFailure } from "../database.ts"
 import { CONTROLLER_SCHEMA } from "../schema.ts"
 import { compareVersions, newerSchema, olderSchema, recordedVersions } from "../schema-versions.ts"
