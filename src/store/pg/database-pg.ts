@@ -10,6 +10,10 @@
  *   it ran alone) by aborting one of two conflicting transactions with a serialization failure,
  *   which is retried here from the start, within the fiber's lock budget (`withLockBudget`,
  *   default `busyTimeoutMs`). A nested call is a savepoint of the outer transaction.
+ * - Lock waits: every connection starts with `lock_timeout = busyTimeoutMs`, so a statement
+ *   waiting for another session's lock (a table or row lock held elsewhere) fails typed after
+ *   the budget, as SQLite's busy timeout does; inside a transaction a fiber's `withLockBudget`
+ *   lowers it (`SET LOCAL`, in the round trip that sets the isolation level).
  * - `prepare`: the SQLite text of a statement in PostgreSQL's dialect (see `dialect-pg.ts`).
  * - Schema: @effect/sql's Migrator (`schema-pg.ts`), under an advisory lock so two processes
  *   opening a new database at once do not race; then the schema version is checked.
@@ -33,7 +37,7 @@ import {
 } from "../database.ts"
 import { CONTROLLER_SCHEMA } from "../schema.ts"
 import { toPgDialect } from "./dialect-pg.ts"
-import { checkSchema, readOnlyUrl } from "./readonly-pg.ts"
+import { checkSchema, readOnlyUrl, withConnectionOption } from "./readonly-pg.ts"
 import { migrations } from "./schema-pg.ts"
 
 export interface PgDatabaseOptions {
@@ -101,23 +105,39 @@ const open = (options: PgDatabaseOptions) =>
         message: `cannot connect to PostgreSQL at ${shown}: ${String(error.cause ?? error.message)}`,
         cause: error
       })
+    const defaultBudgetMs = Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5_000))
+    const url = yield* Effect.try({
+      try: () => withConnectionOption(options.url, `-c lock_timeout=${defaultBudgetMs}`),
+      catch: (cause) =>
+        new StoreFailure({ operation: "open", message: `not a PostgreSQL URL: ${shown}`, cause })
+    })
     const sql = yield* PgClient.make({
-      url: Redacted.make(options.readonly === true ? readOnlyUrl(options.url) : options.url),
+      url: Redacted.make(options.readonly === true ? readOnlyUrl(url) : url),
       types,
       maxConnections: options.maxConnections ?? 10,
       connectTimeout: Duration.millis(options.connectTimeoutMs ?? 5_000),
       applicationName: "pi-workflow-turns"
     }).pipe(Effect.mapError(connectFailed))
-    const defaultBudgetMs = Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5_000))
 
-    const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-      sql.withTransaction(Effect.zipRight(sql`SET TRANSACTION ISOLATION LEVEL SERIALIZABLE`, effect)).pipe(
-        // @effect/sql dies when COMMIT fails (a serialization failure may surface there): the
-        // transaction is gone either way, so it is the typed failure it is.
-        Effect.catchSomeDefect((defect) =>
-          defect instanceof SqlError.SqlError ? Option.some(Effect.fail(defect)) : Option.none()
+    const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>, budget: number | null) =>
+      sql
+        .withTransaction(
+          Effect.zipRight(
+            sql.unsafe(
+              budget === null
+                ? "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"
+                : `SET TRANSACTION ISOLATION LEVEL SERIALIZABLE; SET LOCAL lock_timeout = ${budget}`
+            ),
+            effect
+          )
         )
-      )
+        .pipe(
+          // @effect/sql dies when COMMIT fails (a serialization failure may surface there): the
+          // transaction is gone either way, so it is the typed failure it is.
+          Effect.catchSomeDefect((defect) =>
+            defect instanceof SqlError.SqlError ? Option.some(Effect.fail(defect)) : Option.none()
+          )
+        )
 
     const immediate: DatabaseService["immediate"] = (effect) =>
       Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (outer) =>
@@ -126,7 +146,7 @@ const open = (options: PgDatabaseOptions) =>
           : Effect.flatMap(currentLockBudget, (budget) =>
               Effect.clockWith((callerClock) =>
                 // The body keeps the caller's clock (TestClock in tests); only the waits are real.
-                Effect.retry(Effect.withClock(transaction(effect), callerClock), {
+                Effect.retry(Effect.withClock(transaction(effect, budget), callerClock), {
                   while: isRetryable,
                   schedule: Schedule.exponential(Duration.millis(2)).pipe(
                     Schedule.jittered,
