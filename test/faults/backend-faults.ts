@@ -185,8 +185,16 @@ const droppingConnections = (location: string) =>
     const dropping = yield* Effect.forkDaemon(
       Effect.repeat(dropConnections(location), Schedule.spaced("50 millis"))
     )
-    return Fiber.interrupt(dropping).pipe(Effect.asVoid)
+    return Effect.zipRight(Fiber.interrupt(dropping), POOL_NOTICES)
   })
+
+/**
+ * After a network fault heals, a pooled session the server ended is only known to be gone once
+ * its socket's end is processed; until then the first statement outside a transaction on it
+ * fails (typed; transactions and the prepared fast path retry, docs/postgres.md). Healing waits
+ * for that, so the test's "after the fault" starts when the network really is whole again.
+ */
+const POOL_NOTICES = Effect.sleep("300 millis")
 
 /** The PostgreSQL faults with no SQLite meaning, beside the lock held by another process. */
 export const REAL_FAULTS: ReadonlyArray<RealFault> = [
@@ -197,7 +205,9 @@ export const REAL_FAULTS: ReadonlyArray<RealFault> = [
         {
           name: "server unreachable (connection refused)",
           inject: (location: string) =>
-            Effect.flatMap(proxyOf(location), (proxy) => Effect.as(proxy.refuse, proxy.heal))
+            Effect.flatMap(proxyOf(location), (proxy) =>
+              Effect.as(proxy.refuse, Effect.zipRight(proxy.heal, POOL_NOTICES))
+            )
         },
         {
           name: "slow network (400 ms per packet)",

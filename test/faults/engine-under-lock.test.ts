@@ -74,8 +74,9 @@ describe("interruptions while another process holds the write lock", () => {
         ),
         (ended) => ended
       )
-      const stored = yield* eventually(Effect.orDie(intents.list({ runId, limit: 10 })), (list) =>
-        list.length > 0 && list.every((i) => i.eligibleAt !== null)
+      const stored = yield* eventually(
+        Effect.orDie(intents.list({ runId, limit: 10 })),
+        (list) => list.length > 0 && list.every((i) => i.eligibleAt !== null)
       )
       expect(stored.map((i) => i.cause)).toEqual(["timedOut"])
       yield* fake.settle({ aborted: true })
