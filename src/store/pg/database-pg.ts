@@ -101,7 +101,8 @@ const open = (options: PgDatabaseOptions) =>
       })
     const defaultBudgetMs = Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5_000))
     const url = yield* Effect.try({
-      try: () => withConnectionOption(options.url, `-c lock_timeout=${defaultBudgetMs}`),
+      // lock_timeout 0 would mean "wait forever": a zero budget is the shortest wait instead.
+      try: () => withConnectionOption(options.url, `-c lock_timeout=${Math.max(1, defaultBudgetMs)}`),
       catch: (cause) =>
         new StoreFailure({ operation: "open", message: `not a PostgreSQL URL: ${shown}`, cause })
     })
@@ -145,7 +146,7 @@ const open = (options: PgDatabaseOptions) =>
               sql.unsafe(
                 budget === null
                   ? "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"
-                  : `SET TRANSACTION ISOLATION LEVEL SERIALIZABLE; SET LOCAL lock_timeout = ${budget}`
+                  : `SET TRANSACTION ISOLATION LEVEL SERIALIZABLE; SET LOCAL lock_timeout = ${Math.max(1, budget)}`
               ),
               Effect.tap(effect, () => {
                 bodyDone = true
