@@ -87,7 +87,7 @@ export const runPrepared = (
     const onError = (cause: Error) =>
       finish(Effect.fail(new SqlError.SqlError({ cause, message: "Connection error" })), cause)
     pool.connect((cause, acquired) => {
-      if (acquired === undefined || cause !== undefined) {
+      if (acquired === undefined || cause instanceof Error) {
         acquired?.release()
         return finish(Effect.fail(new SqlError.SqlError({ cause, message: "Failed to acquire connection" })))
       }
