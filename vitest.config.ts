@@ -26,7 +26,11 @@ export const POSTGRES_SUITES = [
   "test/app/claim-transfer.test.ts",
   "test/app/restart.test.ts",
   "test/terminal/restart-app.test.ts",
-  "test/cli/cli-pg.test.ts"
+  "test/cli/cli-pg.test.ts",
+  "test/faults/store-faults.test.ts",
+  "test/faults/core-under-faults.test.ts",
+  "test/faults/engine-under-lock.test.ts",
+  "test/faults/engine-matrix.test.ts"
 ]
 
 /** Files about PostgreSQL itself: the `postgres` project only. */

@@ -15,6 +15,7 @@ import { type Cluster, databaseUrl, startCluster, stopCluster } from "../test/su
 import { factsFor, LEASE_MS, nowUs, type Workload, workload } from "./fixtures.ts"
 import { type BenchSection, type Check, mark } from "./section.ts"
 import { type OpName, SQL } from "./sql.ts"
+import { breakdownTable, measureBreakdown } from "./postgres-breakdown.ts"
 import { layerPhases, OPS } from "./store.ts"
 import { combineRounds, ratio, type Summary, summarize, table, us } from "./stats.ts"
 
@@ -25,12 +26,17 @@ const GOAL_RATIO = 1.5
 
 const iso = (millis: number) => new Date(millis).toISOString()
 
-/** The floor on PostgreSQL: the store's statements in PostgreSQL's dialect on one plain client. */
+/**
+ * The floor on PostgreSQL: the store's statements in PostgreSQL's dialect on one plain client,
+ * sent as the layer sends them: named prepared statements.
+ */
 class RawPg {
   constructor(readonly client: pg.Client) {}
 
   private async rows(op: keyof typeof SQL, values: ReadonlyArray<unknown>): Promise<number> {
-    return (await this.client.query(toPgDialect(SQL[op]), [...values])).rowCount ?? 0
+    return (
+      (await this.client.query({ name: op, text: toPgDialect(SQL[op]), values: [...values] })).rowCount ?? 0
+    )
   }
 
   ensure = (w: Workload) => {
@@ -379,6 +385,9 @@ export const postgresSection: BenchSection = {
         ]
       })
 
+      const breakdown = await measureBreakdown(await freshSchema(base, benchAdmin, "breakdown"), plan, rounds)
+      context.log("  postgres breakdown done")
+
       const sizes = context.quick ? [100, 10_000] : [100, 100_000]
       const scalePlan: Plan = context.quick ? { ops: 100, warmup: 20 } : { ops: 500, warmup: 100 }
       const scaled: Array<{ size: number; measured: Awaited<ReturnType<typeof measureScale>> }> = []
@@ -421,10 +430,16 @@ export const postgresSection: BenchSection = {
           "median of 3 rounds (sides alternate first), a fresh schema per side and round. The layer is " +
           "`layerTurnIntentStorePg` (a pool, each call timed inside one fiber); the floor is one plain `pg` client " +
           "running the same statements in PostgreSQL's dialect (`toPgDialect` of the SQLite texts, the claims with " +
-          "`FOR UPDATE SKIP LOCKED`), unprepared, with the same parameters. The SQLite rows of the same ops are in " +
-          "the first section.",
+          "`FOR UPDATE SKIP LOCKED`), as named prepared statements like the layer's, with the same parameters. The " +
+          "SQLite rows of the same ops are in the first section.",
         "",
         table(["op", "raw pg", "layer (PostgreSQL)", "ratio med (p99)", `≤ ${GOAL_RATIO}×`], opRows),
+        "",
+        "Where a call's time goes (bench/postgres-breakdown.ts): one `get` along each step from a plain client " +
+          `to the store, ${plan.ops.toLocaleString("en")} timed calls per step after ${plan.warmup} untimed, median of ` +
+          `${rounds} rounds (steps in rotating order), one schema.`,
+        "",
+        breakdownTable(breakdown),
         "",
         `Scaling: the claims with ${sizes.map((s) => s.toLocaleString("en")).join(" vs ")} resolved intents of history ` +
           `over the very sessions and runs being claimed, plus ${OTHER_PENDING.toLocaleString("en")} pending intents of ` +

@@ -8,7 +8,7 @@
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
-import { Cause, Either, Exit, Layer, ManagedRuntime } from "effect"
+import { Cause, Either, Exit, Layer, ManagedRuntime, Option } from "effect"
 import { runCommand } from "../app/command-actions.ts"
 import { type AppServices, layerApp } from "../app/layers.ts"
 import type { Reply } from "../app/replies.ts"
@@ -53,6 +53,20 @@ export interface SessionApp {
   readonly shutdown: (ctx: ExtensionContext) => Promise<void>
 }
 
+/**
+ * Why the application could not be built, for the one notice the user sees: a typed failure
+ * (an unreachable database, an incompatible store) in its own words; anything else in full.
+ */
+const startFailure = (cause: Cause.Cause<unknown>): string => {
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure) && failure.value instanceof Error && failure.value.message !== "") {
+    const tag =
+      "_tag" in failure.value && typeof failure.value._tag === "string" ? `${failure.value._tag}: ` : ""
+    return `${tag}${failure.value.message}`
+  }
+  return Cause.pretty(cause)
+}
+
 export const createSessionApp = (pi: ExtensionAPI, settleMark?: SettleMark): SessionApp => {
   const bridge = makePiBridge(pi, settleMark)
   let app: App | undefined
@@ -84,7 +98,7 @@ export const createSessionApp = (pi: ExtensionAPI, settleMark?: SettleMark): Ses
       const built = await runtime.runPromiseExit(runtime.runtimeEffect)
       if (Exit.isFailure(built)) {
         await runtime.dispose()
-        throw new Error(Cause.pretty(built.cause))
+        throw new Error(startFailure(built.cause))
       }
       app = runtime
       return runtime

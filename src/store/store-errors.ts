@@ -45,11 +45,14 @@ export class IncompatibleStore extends Schema.TaggedError<IncompatibleStore>()("
 
 /**
  * A store failure that a later attempt can fix: another connection held a lock past the busy
- * budget. Read-only files, I/O errors and bad rows are not retried.
+ * budget (SQLite's busy errors; PostgreSQL's `lock_timeout`, SQLSTATE 55P03, which the PostgreSQL
+ * layer sets to the same budget). Read-only files, I/O errors and bad rows are not retried.
  */
 export const isLockFailure = (error: { readonly _tag: string; readonly message: string }): boolean =>
   error._tag === "StoreFailure" &&
-  /SQLITE_BUSY|SQLITE_LOCKED|database is locked|database table is locked/i.test(error.message)
+  /SQLITE_BUSY|SQLITE_LOCKED|database is locked|database table is locked|due to lock timeout/i.test(
+    error.message
+  )
 
 /** What a store operation may meet below its own logic. */
 export type InfraError = SqlError.SqlError | ParseResult.ParseError

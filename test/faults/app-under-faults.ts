@@ -1,7 +1,8 @@
 /**
  * The application graph as `src/app/layers.ts` composes it, with both stores wrapped by the
  * store-fault kit (`StoreFaults` for turn intents, `RunStoreFaults` for runs), over the fake Pi
- * session and a real SQLite file. For the engine-level fault matrix.
+ * session and a real database: a SQLite file or a PostgreSQL URL (the run's backend,
+ * test/support/backend.ts). For the engine-level fault matrix.
  */
 import { Layer } from "effect"
 import * as SyncOnEligible from "../../src/app/sync-on-eligible.ts"
@@ -13,12 +14,14 @@ import { layerFromDefinitions } from "../../src/engine/registry.ts"
 import * as FinalOnEnd from "../../src/notifications/final-on-end.ts"
 import * as NotificationsLive from "../../src/notifications/notifications.ts"
 import * as NotifierLive from "../../src/notifications/notifier.ts"
-import { layerStores } from "../../src/app/layers.ts"
+import { layerStores, layerStoresPg } from "../../src/app/layers.ts"
 import * as TerminalMessages from "../../src/terminal/terminal-messages.ts"
 import * as StoreFaults from "../../src/testing/store-faults.ts"
+import { isPgLocation } from "../support/backend.ts"
 
 export const layerAppUnderFaults = (config: {
-  readonly filename: string
+  /** A SQLite file path or a PostgreSQL URL. */
+  readonly location: string
   readonly busyTimeoutMs: number
   readonly workflows: ReadonlyArray<unknown>
   readonly engine?: EngineConfig
@@ -28,7 +31,9 @@ export const layerAppUnderFaults = (config: {
   const stores = Layer.merge(StoreFaults.layer, StoreFaults.layerRun).pipe(
     Layer.provideMerge(
       Layer.merge(
-        layerStores({ filename: config.filename, busyTimeoutMs: config.busyTimeoutMs }),
+        isPgLocation(config.location)
+          ? layerStoresPg({ url: config.location, busyTimeoutMs: config.busyTimeoutMs })
+          : layerStores({ filename: config.location, busyTimeoutMs: config.busyTimeoutMs }),
         CrashPoints.layerNoop
       )
     )

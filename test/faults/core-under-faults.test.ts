@@ -1,6 +1,6 @@
 /**
  * The successor-turn core against a failing store: SQLITE_BUSY, read-only, thrown errors and
- * hangs, scripted and real. Whatever the store does, the abort happens within its bound; when
+ * hangs, scripted and real (on this run's backend: test/faults/backend-faults.ts). Whatever the store does, the abort happens within its bound; when
  * the intent cannot be kept, the warning reaches the session; once the store recovers, every
  * eligible interruption gets exactly one successor message.
  */
@@ -13,16 +13,14 @@ import { SourceEvents } from "../../src/interruption/source-events.ts"
 import { layerFake, PiSessionFake } from "../../src/session/pi-session-fake.ts"
 import type { PiSession } from "../../src/session/pi-session.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
-import {
-  type Fault,
-  holdWriteLock,
-  layerSqlite,
-  readOnlyConnection,
-  StoreFaults
-} from "../../src/testing/store-faults.ts"
+import { layerTurnIntentStorePg } from "../../src/store/pg/stores-pg.ts"
+import { layerSqlite } from "../../src/store/turn-intent-store-sqlite.ts"
+import * as StoreFaultsKit from "../../src/testing/store-faults.ts"
+import { type Fault, StoreFaults } from "../../src/testing/store-faults.ts"
 import { FALLBACK, interrupted, provenance, run, terminal } from "../conformance/harness.ts"
+import { isPgLocation, whenDone } from "../support/backend.ts"
 import { snapshotIntents } from "../support/store.ts"
-import { tempDbPath } from "../support/temp-db.ts"
+import { faultLocation, holdLock, LOCKED, READ_ONLY, readOnly } from "./backend-faults.ts"
 
 const PERSIST_TIMEOUT_MS = 250
 
@@ -36,11 +34,15 @@ const makeProcess = (
 ) =>
   Effect.gen(function* () {
     const session = options.session ?? (yield* Layer.build(layerFake({ sessionId: "session-1" })))
+    const busy = options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs }
     const stores = yield* Layer.build(
-      layerSqlite({
-        filename,
-        ...(options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs })
-      })
+      StoreFaultsKit.layer.pipe(
+        Layer.provideMerge(
+          isPgLocation(filename)
+            ? layerTurnIntentStorePg({ url: filename, ...busy })
+            : layerSqlite({ filename, ...busy })
+        )
+      )
     )
     const core = yield* Layer.build(
       layerCore({
@@ -105,7 +107,7 @@ describe("scripted faults on every store operation", () => {
     "%s: abort within its bound, the warning reaches the session, one fallback after recovery",
     ([, fault]) =>
       Effect.gen(function* () {
-        const filename = yield* tempDbPath
+        const filename = yield* faultLocation
         const p = yield* makeProcess(filename)
         yield* p.fake.startTurn
         yield* p.faults.inject("*", fault)
@@ -144,11 +146,13 @@ describe("scripted faults on every store operation", () => {
     "%s while resolving after the send: branch repair, never a second message",
     ([, fault]) =>
       Effect.gen(function* () {
-        const filename = yield* tempDbPath
+        const filename = yield* faultLocation
         const p = yield* makeProcess(filename)
         const { intentId } = yield* p.events.publish(terminal("failed", null))
         yield* p.faults.inject("resolve", fault)
         const pass = yield* Effect.fork(Effect.exit(p.coordinator.syncFallbacks("periodic")))
+        // On PostgreSQL the claim and the send before the resolve are real I/O: wait for the send.
+        yield* whenDone(p.fake.sent, (sent) => sent.length === 1)
         yield* TestClock.adjust(5_000)
         yield* Fiber.interrupt(pass) // a hung resolve stays hung; the process carries on
         expect((yield* p.fake.sent).map((r) => r.message.details.turnIntentId)).toEqual([intentId])
@@ -160,7 +164,7 @@ describe("scripted faults on every store operation", () => {
 
   it.scoped.each(FAULTS)("%s while claiming: nothing is sent, then exactly one fallback", ([, fault]) =>
     Effect.gen(function* () {
-      const filename = yield* tempDbPath
+      const filename = yield* faultLocation
       const p = yield* makeProcess(filename)
       const { intentId } = yield* p.events.publish({
         _tag: "LaunchFailed",
@@ -178,17 +182,17 @@ describe("scripted faults on every store operation", () => {
   )
 })
 
-describe("real SQLite faults", () => {
+describe("real database faults", () => {
   it.live(
     "another process holds the write lock: the abort still happens within busy timeout + bound, the warning shows",
     () =>
       Effect.scoped(
         Effect.gen(function* () {
-          const filename = yield* tempDbPath
+          const filename = yield* faultLocation
           const p = yield* makeProcess(filename, { busyTimeoutMs: 50 })
           yield* p.fake.startTurn
           const lock = yield* Scope.make()
-          yield* holdWriteLock(filename).pipe(Scope.extend(lock))
+          yield* holdLock(filename).pipe(Scope.extend(lock))
 
           // The abort happens although the intent cannot be stored; how soon is measured by
           // `npm run bench -- --only=abort` (never asserted on the wall clock here).
@@ -197,7 +201,8 @@ describe("real SQLite faults", () => {
           expect(abort.abortDelay).not.toBeNull()
 
           const ended = yield* p.events.publish(terminal("timed_out", provenance("timedOut")))
-          expect(ended.warning).toMatch(/could not preserve.*locked/s)
+          expect(ended.warning).toMatch(/could not preserve/)
+          expect(ended.warning).toMatch(LOCKED)
           expect(yield* p.fake.notifications).toContainEqual({ text: ended.warning, level: "warning" })
 
           yield* Scope.close(lock, Exit.void)
@@ -213,18 +218,18 @@ describe("real SQLite faults", () => {
   it.live("the database turns read-only: abort, warning, and one fallback once it is writable again", () =>
     Effect.scoped(
       Effect.gen(function* () {
-        const filename = yield* tempDbPath
+        const filename = yield* faultLocation
         const p = yield* makeProcess(filename)
         yield* p.fake.startTurn
-        const readOnly = yield* Scope.make()
-        yield* readOnlyConnection.pipe(Effect.provide(p.stores), Scope.extend(readOnly))
+        const readOnlyScope = yield* Scope.make()
+        yield* readOnly(filename, p.stores).pipe(Scope.extend(readOnlyScope))
         const abort = yield* publishTimed(p, interrupted("controllerInterrupted"))
         expect(abort.abortDelay).not.toBeNull()
         const ended = yield* p.events.publish(terminal("failed", provenance("controllerInterrupted")))
-        expect(ended.warning).toMatch(/readonly/i)
+        expect(ended.warning).toMatch(READ_ONLY)
         expect(yield* p.fake.notifications).toContainEqual({ text: ended.warning, level: "warning" })
         expect(yield* snapshotIntents(filename)).toEqual([])
-        yield* Scope.close(readOnly, Exit.void)
+        yield* Scope.close(readOnlyScope, Exit.void)
         const again = yield* p.events.publish(terminal("failed", provenance("controllerInterrupted")))
         expect(again.warning).toBeNull()
         yield* p.fake.settle({ aborted: true })

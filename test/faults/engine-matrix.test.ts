@@ -11,7 +11,7 @@
  * successor per interruption, each carried by exactly one branch message, nothing left pending.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Exit, Fiber, Layer, Logger, LogLevel, Schedule, Scope } from "effect"
+import { Context, Effect, Fiber, Layer, Logger, LogLevel, Schedule } from "effect"
 import { runCommand } from "../../src/app/command-actions.ts"
 import { afterSettle, classifySettle, onSessionStart } from "../../src/app/session-hooks.ts"
 import { runTool } from "../../src/app/tool-actions.ts"
@@ -19,15 +19,10 @@ import type { Reply } from "../../src/app/replies.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
-import {
-  type Fault,
-  holdWriteLockInProcess,
-  RunStoreFaults,
-  StoreFaults
-} from "../../src/testing/store-faults.ts"
+import { type Fault, RunStoreFaults, StoreFaults } from "../../src/testing/store-faults.ts"
 import { layerFake, PiSessionFake } from "../../src/testing.ts"
-import { tempDbPath } from "../support/temp-db.ts"
 import { layerAppUnderFaults } from "./app-under-faults.ts"
+import { faultLocation, REAL_FAULTS } from "./backend-faults.ts"
 
 const STEP = "pi-workflows-agent-step"
 
@@ -73,7 +68,7 @@ const WORKFLOWS = [agentFlow("patient", 600_000), agentFlow("slow", 600), twoSte
 const buildApp = (filename: string, engine: { readonly leaseMs: number; readonly renewEveryMs: number }) =>
   Layer.build(
     layerAppUnderFaults({
-      filename,
+      location: filename,
       busyTimeoutMs: 100,
       workflows: WORKFLOWS,
       engine,
@@ -117,15 +112,11 @@ const FAULTS: ReadonlyArray<FaultCase> = [
   scripted("thrown", { _tag: "Throw" }),
   // Hung past every abort bound (200–250 ms), then the call answers.
   scripted("hung", { _tag: "Hang", ms: 1_500 }),
-  {
-    name: "locked by another process",
-    inject: (_app, filename) =>
-      Effect.gen(function* () {
-        const scope = yield* Scope.make()
-        yield* holdWriteLockInProcess(filename).pipe(Scope.extend(scope))
-        return Scope.close(scope, Exit.void)
-      })
-  }
+  // The database's own faults on this run's backend (backend-faults.ts).
+  ...REAL_FAULTS.map((real) => ({
+    name: real.name,
+    inject: (_app: App, location: string) => real.inject(location)
+  }))
 ]
 
 const ctx = <I, S>(app: App, tag: Context.Tag<I, S>) => Context.get(app as Context.Context<I>, tag)
@@ -221,7 +212,7 @@ const PATHS: ReadonlyArray<readonly [Path, string]> = [
 const interruption = (path: Path, endState: string, fault: FaultCase, endGap = false) =>
   Effect.gen(function* () {
     failPrompts = false
-    const filename = yield* tempDbPath
+    const filename = yield* faultLocation
     const a = yield* buildApp(
       filename,
       path === "claim loss" ? { leaseMs: 150, renewEveryMs: 1_500 } : NORMAL
@@ -290,7 +281,7 @@ const ACTIONS: ReadonlyArray<Action> = ["submit", "cancel", "pause", "resume", "
 const action = (name: Action, fault: FaultCase) =>
   Effect.gen(function* () {
     failPrompts = false
-    const filename = yield* tempDbPath
+    const filename = yield* faultLocation
     const a = yield* buildApp(filename, NORMAL)
     const fake = ctx(a, PiSessionFake)
     /** Run `act` under the fault; after healing, repeat it only if it failed. */

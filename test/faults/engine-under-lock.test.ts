@@ -1,5 +1,6 @@
 /**
- * The engine joins under a write lock held by another process (a real second process): every
+ * The engine joins under a write lock held by another process (a real second process; on
+ * PostgreSQL its session holds the tables' locks, test/faults/backend-faults.ts): every
  * interruption path aborts the turn while the lock is held, tool replies stay readable errors
  * or answers (never a crash), and once the lock is gone the run reaches its durable end with
  * one successor for the interruption.
@@ -12,10 +13,10 @@ import { Coordinator } from "../../src/delivery/coordinator.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
-import { holdWriteLockInProcess } from "../../src/testing/store-faults.ts"
 import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { eventually, FALLBACK, STEP } from "../app/support.ts"
-import { tempDbPath } from "../support/temp-db.ts"
+import { appDatabase } from "../support/backend.ts"
+import { faultLocation, holdLockInProcess, LOCKED } from "./backend-faults.ts"
 
 const slow = {
   name: "slow",
@@ -30,10 +31,10 @@ const patient = {
   edges: []
 }
 
-const app = (filename: string) =>
+const app = (location: string) =>
   Layer.build(
     layerApp({
-      database: { filename, busyTimeoutMs: 5_000 },
+      database: { ...appDatabase(location), busyTimeoutMs: 5_000 },
       workflows: [slow, patient],
       core: { coordinator: { syncIntervalMs: null } },
       maintenanceIntervalMs: null
@@ -56,14 +57,14 @@ const started = (context: Context.Context<Engine | PiSessionFake>, workflow: str
 describe("interruptions while another process holds the write lock", () => {
   it.live("a step timeout aborts the turn under the lock; the run ends timed_out afterwards", () =>
     Effect.gen(function* () {
-      const filename = yield* tempDbPath
-      const context = yield* app(filename)
+      const location = yield* faultLocation
+      const context = yield* app(location)
       const fake = Context.get(context, PiSessionFake)
       const runs = Context.get(context, RunStore)
       const intents = Context.get(context, TurnIntentStore)
       const runId = yield* started(context, "slow")
       const lock = yield* Scope.make()
-      yield* holdWriteLockInProcess(filename).pipe(Scope.extend(lock))
+      yield* holdLockInProcess(location).pipe(Scope.extend(lock))
       // The timeout fires while the lock is held: the turn is aborted anyway.
       yield* eventually(fake.aborts, (n) => n === 1)
       yield* Scope.close(lock, Exit.void)
@@ -73,8 +74,9 @@ describe("interruptions while another process holds the write lock", () => {
         ),
         (ended) => ended
       )
-      const stored = yield* eventually(Effect.orDie(intents.list({ runId, limit: 10 })), (list) =>
-        list.every((i) => i.eligibleAt !== null)
+      const stored = yield* eventually(
+        Effect.orDie(intents.list({ runId, limit: 10 })),
+        (list) => list.length > 0 && list.every((i) => i.eligibleAt !== null)
       )
       expect(stored.map((i) => i.cause)).toEqual(["timedOut"])
       yield* fake.settle({ aborted: true })
@@ -86,13 +88,13 @@ describe("interruptions while another process holds the write lock", () => {
 
   it.live("the agent's cancel under the lock aborts the turn and replies; the run ends cancelled", () =>
     Effect.gen(function* () {
-      const filename = yield* tempDbPath
-      const context = yield* app(filename)
+      const location = yield* faultLocation
+      const context = yield* app(location)
       const fake = Context.get(context, PiSessionFake)
       const runs = Context.get(context, RunStore)
       const runId = yield* started(context, "patient")
       const lock = yield* Scope.make()
-      yield* holdWriteLockInProcess(filename).pipe(Scope.extend(lock))
+      yield* holdLockInProcess(location).pipe(Scope.extend(lock))
       const release = Effect.zipRight(
         eventually(fake.aborts, (n) => n === 1),
         Scope.close(lock, Exit.void)
@@ -114,10 +116,10 @@ describe("interruptions while another process holds the write lock", () => {
 
   it.live("submit and cancel under a lock that outlasts the busy budget reply with readable errors", () =>
     Effect.gen(function* () {
-      const filename = yield* tempDbPath
+      const location = yield* faultLocation
       const context = yield* Layer.build(
         layerApp({
-          database: { filename, busyTimeoutMs: 50 },
+          database: { ...appDatabase(location), busyTimeoutMs: 50 },
           workflows: [patient],
           core: { coordinator: { syncIntervalMs: null } },
           maintenanceIntervalMs: null
@@ -129,12 +131,13 @@ describe("interruptions while another process holds the write lock", () => {
         .requestId
       expect(typeof requestId).toBe("string")
       const lock = yield* Scope.make()
-      yield* holdWriteLockInProcess(filename).pipe(Scope.extend(lock))
+      yield* holdLockInProcess(location).pipe(Scope.extend(lock))
       const submit = yield* runTool({ _tag: "submit", requestId: String(requestId), output: 1 }).pipe(
         Effect.provide(context)
       )
       expect(submit.isError).toBe(true)
-      expect(submit.text).toMatch(/^workflow submit failed: .*database is locked/)
+      expect(submit.text).toMatch(/^workflow submit failed: /)
+      expect(submit.text).toMatch(LOCKED)
       expect(submit.details.error).toBe("StoreFailure")
       yield* Scope.close(lock, Exit.void)
       const status = yield* runTool({ _tag: "status", runId }).pipe(Effect.provide(context))

@@ -1,27 +1,49 @@
 /**
  * The fault-injection kit itself (`src/testing/store-faults.ts`): scripted faults on the
- * TurnIntentStore, and real SQLite faults (another connection holding the write lock, a
- * read-only connection). Every faulted write leaves the table exactly as it was.
+ * TurnIntentStore, and real database faults on this run's backend (test/faults/backend-faults.ts:
+ * another connection holding the write lock, a read-only database; on PostgreSQL also dropped
+ * connections, an unreachable server and a slow network). Every faulted write leaves the table
+ * exactly as it was.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Context, Effect, Exit, Fiber, Layer, Option, Scope, TestClock } from "effect"
-import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import {
-  BUSY_MESSAGE,
-  holdWriteLock,
-  layerSqlite,
-  READONLY_MESSAGE,
-  readOnlyConnection,
-  StoreFaults
-} from "../../src/testing/store-faults.ts"
+  Cause,
+  Context,
+  Effect,
+  Either,
+  Exit,
+  Fiber,
+  Layer,
+  Option,
+  Schedule,
+  Scope,
+  TestClock
+} from "effect"
+import { layerTurnIntentStorePg } from "../../src/store/pg/stores-pg.ts"
+import { layerSqlite } from "../../src/store/turn-intent-store-sqlite.ts"
+import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
+import * as StoreFaultsKit from "../../src/testing/store-faults.ts"
+import { BUSY_MESSAGE, READONLY_MESSAGE, StoreFaults } from "../../src/testing/store-faults.ts"
+import { freshPgUrl, isPg, isPgLocation } from "../support/backend.ts"
+import { startPgProxy } from "../support/pg-proxy.ts"
 import { sampleIntent } from "../support/fixtures.ts"
 import { snapshotIntents } from "../support/store.ts"
-import { tempDbPath } from "../support/temp-db.ts"
+import { dropConnections, faultLocation, holdLock, LOCKED, READ_ONLY, readOnly } from "./backend-faults.ts"
+
+/** The store at `location` of either backend, wrapped by the scripted kit. */
+const storeAt = (location: string, options: { readonly busyTimeoutMs?: number }) =>
+  StoreFaultsKit.layer.pipe(
+    Layer.provideMerge(
+      isPgLocation(location)
+        ? layerTurnIntentStorePg({ url: location, ...options })
+        : layerSqlite({ filename: location, ...options })
+    )
+  )
 
 const open = (options: { readonly busyTimeoutMs?: number } = {}) =>
   Effect.gen(function* () {
-    const filename = yield* tempDbPath
-    const context = yield* Layer.build(layerSqlite({ filename, ...options }))
+    const filename = yield* faultLocation
+    const context = yield* Layer.build(storeAt(filename, options))
     return {
       filename,
       context,
@@ -86,29 +108,32 @@ describe("StoreFaults: scripted faults", () => {
   )
 })
 
-describe("real SQLite faults", () => {
-  it.scoped("another connection's write lock: SQLITE_BUSY after the busy timeout, nothing written", () =>
+describe("real database faults", () => {
+  it.live("another connection's write lock: a lock error after the busy timeout, nothing written", () =>
     Effect.gen(function* () {
       const { store, filename } = yield* open({ busyTimeoutMs: 20 })
       const lock = yield* Scope.make()
-      yield* holdWriteLock(filename).pipe(Scope.extend(lock))
+      yield* holdLock(filename).pipe(Scope.extend(lock))
       const error = yield* Effect.flip(store.ensure(sampleIntent()))
       expect(error._tag).toBe("StoreFailure")
-      expect(error.message).toMatch(/locked|BUSY/i)
-      expect(yield* store.list({ limit: 10 })).toEqual([]) // reads still work under the lock (WAL)
+      expect(error.message).toMatch(LOCKED)
+      // Reads still work under the lock (SQLite: WAL; PostgreSQL: EXCLUSIVE mode lets them pass).
+      expect(yield* store.list({ limit: 10 })).toEqual([])
       yield* Scope.close(lock, Exit.void)
       yield* store.ensure(sampleIntent())
       expect(yield* snapshotIntents(filename)).toHaveLength(1)
-    })
+    }).pipe(Effect.scoped)
   )
 
-  it.scoped("a read-only connection: SQLITE_READONLY on every write, reads work, writable again after", () =>
+  it.live("a read-only database: a read-only error on every write, reads work, writable again after", () =>
     Effect.gen(function* () {
       const { store, filename, context } = yield* open()
       const existing = yield* store.ensure(sampleIntent({ eligible: true }))
       const before = yield* snapshotIntents(filename)
-      const readOnly = yield* Scope.make()
-      yield* readOnlyConnection.pipe(Effect.provide(context), Scope.extend(readOnly))
+      const readOnlyScope = yield* Scope.make()
+      yield* readOnly(filename, context).pipe(Scope.extend(readOnlyScope))
+      // PostgreSQL replaced the pool's sessions: a call may still meet a dropped one first.
+      yield* reconnected(store)
       const writes: ReadonlyArray<Effect.Effect<unknown, { readonly message: string }>> = [
         store.ensure(sampleIntent({ sourceEventId: "source-event:2" })),
         store.claimEligibleForSession({ targetSessionId: "session-1", token: "t", leaseMs: 1_000, limit: 5 }),
@@ -116,11 +141,12 @@ describe("real SQLite faults", () => {
       ]
       for (const write of writes) {
         const error = yield* Effect.flip(write)
-        expect(error.message).toMatch(/readonly/i)
+        expect(error.message).toMatch(READ_ONLY)
       }
       expect(Option.isSome(yield* store.get(existing.intentId))).toBe(true)
       expect(yield* snapshotIntents(filename)).toEqual(before)
-      yield* Scope.close(readOnly, Exit.void)
+      yield* Scope.close(readOnlyScope, Exit.void)
+      yield* reconnected(store)
       yield* store.claimEligibleForSession({
         targetSessionId: "session-1",
         token: "t",
@@ -128,6 +154,76 @@ describe("real SQLite faults", () => {
         limit: 5
       })
       expect(yield* snapshotIntents(filename)).not.toEqual(before)
-    })
+    }).pipe(Effect.scoped)
+  )
+})
+
+/** Read until a read succeeds (a pool meets each dropped session once, then replaces it). */
+const reconnected = (store: Context.Tag.Service<typeof TurnIntentStore>) =>
+  Effect.retry(store.list({ limit: 1 }), Schedule.spaced("20 millis").pipe(Schedule.upTo("5 seconds")))
+
+/** Every call's outcome: a value or a typed store failure, never a defect. */
+const typed = <A, E extends { readonly _tag: string }>(call: Effect.Effect<A, E>) =>
+  Effect.map(Effect.either(call), (result) => {
+    if (Either.isLeft(result)) expect(result.left._tag).toBe("StoreFailure")
+    return result
+  })
+
+describe.skipIf(!isPg)("PostgreSQL network faults (no SQLite meaning: no connection, no server)", () => {
+  it.live("connections dropped mid-session: typed failures at most, the pool reconnects, nothing lost", () =>
+    Effect.gen(function* () {
+      const { store, filename } = yield* open()
+      const kept = yield* store.ensure(sampleIntent({ eligible: true }))
+      const before = yield* snapshotIntents(filename)
+      yield* dropConnections(filename)
+      // Each call either answers or fails typed, on a session the server ended.
+      for (let i = 0; i < 3; i++) yield* typed(store.get(kept.intentId))
+      yield* reconnected(store)
+      expect(yield* snapshotIntents(filename)).toEqual(before)
+      const found = yield* store.get(kept.intentId)
+      expect(Option.map(found, (i) => i.intentId)).toEqual(Option.some(kept.intentId))
+      yield* store.ensure(sampleIntent({ sourceEventId: "source-event:2" }))
+      expect(yield* snapshotIntents(filename)).toHaveLength(2)
+    }).pipe(Effect.scoped)
+  )
+
+  it.live(
+    "the server becomes unreachable: every call fails typed within the connect timeout, then recovers",
+    () =>
+      Effect.gen(function* () {
+        const proxy = yield* startPgProxy(yield* freshPgUrl)
+        const context = yield* Layer.build(layerTurnIntentStorePg({ url: proxy.url, connectTimeoutMs: 500 }))
+        const store = Context.get(context, TurnIntentStore)
+        yield* store.ensure(sampleIntent())
+        yield* proxy.refuse
+        const writes: ReadonlyArray<
+          Effect.Effect<unknown, { readonly _tag: string; readonly message: string }>
+        > = [store.ensure(sampleIntent({ sourceEventId: "source-event:2" })), store.list({ limit: 5 })]
+        for (const write of writes) {
+          const error = yield* Effect.flip(write)
+          expect(error._tag).toBe("StoreFailure")
+          expect(error.message.length).toBeGreaterThan(0)
+        }
+        yield* proxy.heal
+        yield* reconnected(store)
+        yield* store.ensure(sampleIntent({ sourceEventId: "source-event:2" }))
+        expect(yield* snapshotIntents(proxy.url)).toHaveLength(2)
+      }).pipe(Effect.scoped)
+  )
+
+  it.live("a slow network: a call raced against a bound loses cleanly, and the store works after", () =>
+    Effect.gen(function* () {
+      const proxy = yield* startPgProxy(yield* freshPgUrl)
+      const context = yield* Layer.build(layerTurnIntentStorePg({ url: proxy.url }))
+      const store = Context.get(context, TurnIntentStore)
+      yield* proxy.slow(300)
+      const raced = yield* Effect.either(Effect.timeout(store.ensure(sampleIntent()), "100 millis"))
+      expect(Either.isLeft(raced) && raced.left._tag).toBe("TimeoutException")
+      yield* proxy.heal
+      // The raced write may have landed (the bound only stops waiting); ensure is idempotent.
+      yield* reconnected(store)
+      yield* store.ensure(sampleIntent())
+      expect(yield* snapshotIntents(proxy.url)).toHaveLength(1)
+    }).pipe(Effect.scoped)
   )
 })

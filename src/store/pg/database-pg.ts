@@ -2,7 +2,9 @@
  * The controller database on PostgreSQL: the same `Database` + `SqlClient` services the SQLite
  * layer provides, so the stores run the same operations against a server several machines share.
  *
- * - Connection: a pool (@effect/sql-pg over `pg`). int8 values (epoch-millisecond columns,
+ * - Connection: one `pg` pool (`pool-pg.ts`), shared by @effect/sql-pg (transactions, the
+ *   migrator) and the fast path of `prepare` (a fixed statement outside a transaction runs as a
+ *   named prepared statement on a pooled connection). int8 values (epoch-millisecond columns,
  *   `count(*)`) are parsed to JS numbers, as SQLite returns them; every one of them is far below
  *   2^53.
  * - `immediate`: one transaction at SERIALIZABLE isolation. SQLite's BEGIN IMMEDIATE serialises
@@ -10,7 +12,13 @@
  *   it ran alone) by aborting one of two conflicting transactions with a serialization failure,
  *   which is retried here from the start, within the fiber's lock budget (`withLockBudget`,
  *   default `busyTimeoutMs`). A nested call is a savepoint of the outer transaction.
- * - `prepare`: the SQLite text of a statement in PostgreSQL's dialect (see `dialect-pg.ts`).
+ * - Lock waits: every connection starts with `lock_timeout = busyTimeoutMs`, so a statement
+ *   waiting for another session's lock (a table or row lock held elsewhere) fails typed after
+ *   the budget, as SQLite's busy timeout does; inside a transaction a fiber's `withLockBudget`
+ *   lowers it (`SET LOCAL`, in the round trip that sets the isolation level).
+ * - `prepare`: the SQLite text of a statement in PostgreSQL's dialect (see `dialect-pg.ts`):
+ *   inside a transaction through the SqlClient (on the transaction's connection), otherwise
+ *   through the fast path.
  * - Schema: @effect/sql's Migrator (`schema-pg.ts`), under an advisory lock so two processes
  *   opening a new database at once do not race; a database at this version is only read, one
  *   of a newer release refused (`../schema-versions.ts`).
@@ -19,7 +27,7 @@ import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlError from "@effect/sql/SqlError"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { Clock, Context, Duration, Effect, Layer, Option, Redacted, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option, Schedule } from "effect"
 import pg from "pg"
 import { IncompatibleStore, StoreFailure } from "../store-errors.ts"
 import {
@@ -33,8 +41,10 @@ import {
 } from "../database.ts"
 import { CONTROLLER_SCHEMA } from "../schema.ts"
 import { toPgDialect } from "./dialect-pg.ts"
-import { checkSchema, readOnlyUrl } from "./readonly-pg.ts"
 import { compareVersions, newerSchema, recordedVersions, runMigrator } from "../schema-versions.ts"
+import { isConnectionFailure, isSerializationFailure, isUnsent } from "./pg-failures.ts"
+import { makePool, runPrepared } from "./pool-pg.ts"
+import { checkSchema, readOnlyUrl, withConnectionOption } from "./readonly-pg.ts"
 import { KNOWN_PG, migrations } from "./schema-pg.ts"
 
 export interface PgDatabaseOptions {
@@ -72,23 +82,11 @@ const types: pg.CustomTypesConfig = {
       : pg.types.getTypeParser(oid, format ?? "text")) as pg.CustomTypesConfig["getTypeParser"]
 }
 
-/** SQLSTATEs after which the whole transaction may simply run again. */
-const RETRYABLE = new Set(["40001", "40P01"])
-
-const sqlState = (error: unknown): string | undefined => {
-  let current: unknown = error
-  for (let depth = 0; depth < 4 && typeof current === "object" && current !== null; depth++) {
-    if ("code" in current && typeof current.code === "string" && current.code.length === 5)
-      return current.code
-    current = "cause" in current ? current.cause : undefined
-  }
-  return undefined
-}
-
-const isRetryable = (error: unknown): boolean => RETRYABLE.has(sqlState(error) ?? "")
-
 /** Waits between transaction retries are a fact about other clients: wall clock, even under TestClock. */
 const wallClock = Clock.make()
+
+/** How the pool's sessions show in `pg_stat_activity`. */
+const APPLICATION_NAME = "pi-workflow-turns"
 
 /** Arbitrary but fixed: the advisory lock key that serialises schema migrations. */
 const MIGRATION_LOCK = 7_240_117_017
@@ -102,39 +100,88 @@ const open = (options: PgDatabaseOptions) =>
         message: `cannot connect to PostgreSQL at ${shown}: ${String(error.cause ?? error.message)}`,
         cause: error
       })
-    const sql = yield* PgClient.make({
-      url: Redacted.make(options.readonly === true ? readOnlyUrl(options.url) : options.url),
+    const defaultBudgetMs = Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5_000))
+    const url = yield* Effect.try({
+      // lock_timeout 0 would mean "wait forever": a zero budget is the shortest wait instead.
+      try: () => withConnectionOption(options.url, `-c lock_timeout=${Math.max(1, defaultBudgetMs)}`),
+      catch: (cause) =>
+        new StoreFailure({ operation: "open", message: `not a PostgreSQL URL: ${shown}`, cause })
+    })
+    const pool = yield* makePool({
+      url: options.readonly === true ? readOnlyUrl(url) : url,
       types,
       maxConnections: options.maxConnections ?? 10,
-      connectTimeout: Duration.millis(options.connectTimeoutMs ?? 5_000),
-      applicationName: "pi-workflow-turns"
+      connectTimeoutMs: options.connectTimeoutMs ?? 5_000,
+      applicationName: APPLICATION_NAME
     }).pipe(Effect.mapError(connectFailed))
-    const defaultBudgetMs = Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5_000))
+    const sql = yield* PgClient.fromPool({
+      acquire: Effect.succeed(pool),
+      types,
+      applicationName: APPLICATION_NAME
+    }).pipe(Effect.mapError(connectFailed))
 
-    const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-      sql.withTransaction(Effect.zipRight(sql`SET TRANSACTION ISOLATION LEVEL SERIALIZABLE`, effect)).pipe(
-        // @effect/sql dies when COMMIT fails (a serialization failure may surface there): the
-        // transaction is gone either way, so it is the typed failure it is.
-        Effect.catchSomeDefect((defect) =>
-          defect instanceof SqlError.SqlError ? Option.some(Effect.fail(defect)) : Option.none()
+    /** `effect` again while `retryable` holds, within the fiber's lock budget (waits on the wall clock). */
+    const retrying = <A, E, R>(effect: Effect.Effect<A, E, R>, retryable: (error: unknown) => boolean) =>
+      Effect.flatMap(currentLockBudget, (budget) =>
+        Effect.clockWith((callerClock) =>
+          // The body keeps the caller's clock (TestClock in tests); only the waits are real.
+          Effect.retry(Effect.withClock(effect, callerClock), {
+            while: retryable,
+            schedule: Schedule.exponential(Duration.millis(2)).pipe(
+              Schedule.jittered,
+              Schedule.upTo(Duration.millis(budget ?? defaultBudgetMs))
+            )
+          }).pipe(Effect.withClock(wallClock))
         )
       )
+
+    /** Failures of an attempt whose body had finished: COMMIT was under way, its outcome unknown. */
+    const atCommit = new WeakSet<object>()
+
+    const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>, budget: number | null) =>
+      Effect.suspend(() => {
+        let bodyDone = false
+        return sql
+          .withTransaction(
+            Effect.zipRight(
+              sql.unsafe(
+                budget === null
+                  ? "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"
+                  : `SET TRANSACTION ISOLATION LEVEL SERIALIZABLE; SET LOCAL lock_timeout = ${Math.max(1, budget)}`
+              ),
+              Effect.tap(effect, () => {
+                bodyDone = true
+              })
+            )
+          )
+          .pipe(
+            // @effect/sql dies when COMMIT fails (a serialization failure may surface there): the
+            // transaction is gone either way, so it is the typed failure it is.
+            Effect.catchSomeDefect((defect) =>
+              defect instanceof SqlError.SqlError ? Option.some(Effect.fail(defect)) : Option.none()
+            ),
+            Effect.tapError((error) =>
+              Effect.sync(() => {
+                if (bodyDone && typeof error === "object" && error !== null) atCommit.add(error)
+              })
+            )
+          )
+      })
+
+    /**
+     * Run again after a serialization failure, or after a lost connection that cannot have
+     * committed anything (the body had not finished): pg-failures.ts.
+     */
+    const retryableTransaction = (error: unknown): boolean =>
+      isSerializationFailure(error) ||
+      (isConnectionFailure(error) && !(typeof error === "object" && error !== null && atCommit.has(error)))
 
     const immediate: DatabaseService["immediate"] = (effect) =>
       Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (outer) =>
         Option.isSome(outer)
           ? sql.withTransaction(effect)
           : Effect.flatMap(currentLockBudget, (budget) =>
-              Effect.clockWith((callerClock) =>
-                // The body keeps the caller's clock (TestClock in tests); only the waits are real.
-                Effect.retry(Effect.withClock(transaction(effect), callerClock), {
-                  while: isRetryable,
-                  schedule: Schedule.exponential(Duration.millis(2)).pipe(
-                    Schedule.jittered,
-                    Schedule.upTo(Duration.millis(budget ?? defaultBudgetMs))
-                  )
-                }).pipe(Effect.withClock(wallClock))
-              )
+              retrying(transaction(effect, budget), retryableTransaction)
             )
       )
 
@@ -143,7 +190,16 @@ const open = (options: PgDatabaseOptions) =>
       let statement = prepared.get(text)
       if (statement === undefined) {
         const pgText = toPgDialect(text)
-        statement = { all: (params) => sql.unsafe<object>(pgText, params) }
+        // One name per text: each connection prepares it on first use, then only binds.
+        const name = `pi_workflows_${prepared.size + 1}`
+        statement = {
+          all: (params) =>
+            Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) =>
+              Option.isSome(transaction)
+                ? sql.unsafe<object>(pgText, params)
+                : retrying(runPrepared(pool, name, pgText, params), isUnsent)
+            )
+        }
         prepared.set(text, statement)
       }
       return statement

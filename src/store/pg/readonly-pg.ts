@@ -12,14 +12,17 @@ import { CONTROLLER_SCHEMA } from "../schema.ts"
 import { compareVersions, newerSchema, olderSchema, recordedVersions } from "../schema-versions.ts"
 import { KNOWN_PG } from "./schema-pg.ts"
 
-/** `url` with `-c default_transaction_read_only=on` added to its connection `options`. */
-export const readOnlyUrl = (url: string): string => {
+/** `url` with `option` (e.g. `-c name=value`) added to its connection `options`. */
+export const withConnectionOption = (url: string, option: string): string => {
   const parsed = new URL(url)
   const options = parsed.searchParams.get("options")
-  const readOnly = "-c default_transaction_read_only=on"
-  parsed.searchParams.set("options", options === null || options === "" ? readOnly : `${options} ${readOnly}`)
+  parsed.searchParams.set("options", options === null || options === "" ? option : `${options} ${option}`)
   return parsed.toString()
 }
+
+/** `url` with `-c default_transaction_read_only=on` added to its connection `options`. */
+export const readOnlyUrl = (url: string): string =>
+  withConnectionOption(url, "-c default_transaction_read_only=on")
 
 /** The database must be a controller database of this schema version (nothing is created). */
 export const checkSchema = (sql: SqlClient.SqlClient, shown: string) =>
