@@ -22,6 +22,13 @@ export interface NaturalMessage {
    * first, or it cannot be stored or claimed, nothing is sent and the receipt says so.
    */
   readonly turnIntentId?: string
+  /**
+   * A workflow prompt's runner: the intent of the abort this prompt answers (its outstanding
+   * interruption). When no pending intent can be claimed because the intent store cannot be
+   * read, the prompt still carries this identity, so the branch records the answer and branch
+   * repair resolves the intent as answered whenever it is stored or claimed later.
+   */
+  readonly answers?: string
 }
 
 export interface NaturalReceipt {

@@ -71,6 +71,24 @@ const sendPlain = (
         })
       )
 
+/**
+ * The intent store could not say which intent this message answers: a workflow prompt that
+ * answers its runner's outstanding abort carries that abort's identity anyway (the branch is
+ * the record; branch repair resolves the intent from it), else it goes plain.
+ */
+const sendUnbooked = (
+  env: DeliveryEnv,
+  natural: NaturalMessage,
+  note: string
+): Effect.Effect<NaturalReceipt, SendFailed> =>
+  natural.answers === undefined || natural.turnIntentId !== undefined
+    ? sendPlain(env, natural, note)
+    : sendPlain(
+        env,
+        { ...natural, message: withTurnIntent(natural.message, natural.answers, natural.kind) },
+        `${note}; it carries turn intent ${natural.answers}, which branch repair resolves`
+      )
+
 /** Deliver through a claimed intent: repair from the branch, or send with the intent's identity. */
 const throughIntent = (
   env: DeliveryEnv,
@@ -133,7 +151,7 @@ const deliver = (
         env.store.list({ runId: natural.runId, targetSessionId: sessionId, state: "pending", limit: 1 })
       )
       if (Either.isLeft(pending)) {
-        return yield* sendPlain(env, natural, `turn intents unavailable (${describeError(pending.left)})`)
+        return yield* sendUnbooked(env, natural, `turn intents unavailable (${describeError(pending.left)})`)
       }
       if (pending.right.length === 0) {
         return yield* sendPlain(
@@ -163,7 +181,7 @@ const deliver = (
         })
       )
       if (Either.isLeft(claimed)) {
-        return yield* sendPlain(env, natural, `turn intent claim failed (${describeError(claimed.left)})`)
+        return yield* sendUnbooked(env, natural, `turn intent claim failed (${describeError(claimed.left)})`)
       }
       if (Option.isNone(claimed.right)) {
         const holder = owed?.deliveryClaimToken ?? null

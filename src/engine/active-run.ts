@@ -45,6 +45,11 @@ export interface RunMemory {
   readonly interruptions: number
   /** The abort no natural successor has followed yet; terminal events carry it. */
   readonly outstanding: Provenance | null
+  /**
+   * An abort whose natural successor went out but whose clear on the row has not landed yet:
+   * the run's end clears it (`RunTransition.End.answered`) instead of reusing it.
+   */
+  readonly answered: Provenance | null
   readonly outputs: Readonly<Record<string, unknown>>
   readonly results: Readonly<Record<string, NodeResult>>
   /** Finished visits in step order (what `StepContext.history` shows). */
@@ -121,6 +126,7 @@ export const memoryOf = (record: RunRecord, steps: ReadonlyArray<StepRecord>): R
     visit: null,
     interruptions: record.interruptions,
     outstanding: record.abortPending ? record.abort : null,
+    answered: null,
     outputs,
     results,
     history,

@@ -17,6 +17,11 @@ import type { ActiveRun, RunnerDeps, VisitState } from "./active-run.ts"
 export const PROVENANCE_BOUND_MS = 200
 /** Longest an abort waits to read whether its claim still holds (a read; normally µs). */
 export const CLAIM_CHECK_MS = 50
+/**
+ * Longest a claim-loss abort waits for its handoff write before telling the core (one
+ * conditional statement; normally µs). Past it, the write goes on beside the abort.
+ */
+export const HANDOFF_FIRST_MS = 50
 
 /**
  * Record abort provenance and tell the core, which persists the intent (bounded) and aborts the
@@ -54,7 +59,7 @@ export const interrupt = (
     }
     // Ended by another runner before this one learned of its loss: when that end owes its own
     // successor, this abort keeps that intent (no second one for the same stop) and records nothing.
-    const ended =
+    let ended =
       cause === "claimLost" && claim._tag === "Right" && Option.isSome(claim.right)
         ? owedEnd(claim.right.value)
         : null
@@ -70,12 +75,33 @@ export const interrupt = (
       interruptions: m.interruptions + 1,
       outstanding: provenance
     }))
+    // Claim loss: the handoff write goes first. It is one conditional statement that also says
+    // whether the run has ended since the read above; an end that landed in between and owes its
+    // own successor is then kept like one the read saw, instead of the core storing a claim-loss
+    // intent beside it (two fallbacks for one stop). A write that does not answer at once goes
+    // on beside the abort, as every other provenance write does; so does the write after a
+    // failed read (the store is in trouble: the abort waits for nothing more).
+    const early =
+      cause === "claimLost" && ended === null && claim._tag === "Right"
+        ? yield* deps.store
+            .recordHandoff(run.runId, provenance)
+            .pipe(
+              withLockBudget(HANDOFF_FIRST_MS),
+              Effect.timeout(Duration.millis(HANDOFF_FIRST_MS)),
+              Effect.option,
+              Effect.map(Option.getOrNull),
+              Effect.interruptible
+            )
+        : null
+    if (early?._tag === "Ended") ended = owedEnd(early.run)
     const write: Effect.Effect<HandoffResult | null, unknown> =
       ended !== null
         ? Effect.succeed(null)
-        : cause === "claimLost"
-          ? deps.store.recordHandoff(run.runId, provenance)
-          : Effect.as(deps.store.recordInterruption(run.fence, provenance), null)
+        : early !== null
+          ? Effect.succeed(early)
+          : cause === "claimLost"
+            ? deps.store.recordHandoff(run.runId, provenance)
+            : Effect.as(deps.store.recordInterruption(run.fence, provenance), null)
     const written = write.pipe(
       withLockBudget(ABORT_LOCK_BUDGET_MS),
       Effect.timeoutFail({

@@ -320,6 +320,7 @@ const renewals = (deps: RunnerDeps, run: ActiveRun) =>
 /**
  * Every end carries the runner's outstanding abort (see `RunTransition`): when the abort-time
  * provenance write failed, the row still ends up naming the intent the terminal event reuses.
+ * It also carries an abort a prompt already answered whose clear did not land, to clear it.
  */
 const withOutstandingAbort = (deps: RunnerDeps, run: ActiveRun): RunnerDeps => ({
   ...deps,
@@ -328,12 +329,19 @@ const withOutstandingAbort = (deps: RunnerDeps, run: ActiveRun): RunnerDeps => (
     settle: (fence, settlement) =>
       settlement.next._tag !== "End"
         ? deps.store.settle(fence, settlement)
-        : Effect.flatMap(Ref.get(run.memory), ({ outstanding }) =>
+        : Effect.flatMap(Ref.get(run.memory), ({ outstanding, answered }) =>
             deps.store.settle(
               fence,
-              outstanding === null || settlement.next._tag !== "End"
+              settlement.next._tag !== "End"
                 ? settlement
-                : { ...settlement, next: { ...settlement.next, abort: outstanding } }
+                : {
+                    ...settlement,
+                    next: {
+                      ...settlement.next,
+                      ...(outstanding === null ? {} : { abort: outstanding }),
+                      ...(answered === null ? {} : { answered })
+                    }
+                  }
             )
           )
   }

@@ -7,6 +7,7 @@
 import { Cause, Clock, Deferred, Effect, Either, Option, Ref, Runtime } from "effect"
 import type { StoreFailure } from "../store/store-errors.ts"
 import { boundReason } from "../domain/facts.ts"
+import { abortIntentId } from "../interruption/intent-ids.ts"
 import type { ClaimLost } from "../store/run-errors.ts"
 import { type ActiveRun, newId, type RunnerDeps, type StopRequest, type VisitState } from "./active-run.ts"
 import type { StepContext } from "./definition.ts"
@@ -76,14 +77,31 @@ const promptText = (node: Extract<LoadedNode, { type: "agent" }>, context: StepC
     Effect.either
   )
 
-/** A natural successor reached the coordinator: the pending abort no longer needs a terminal event. */
+/**
+ * A natural successor reached the coordinator: the pending abort no longer needs a terminal
+ * event. Memory forgets it at once (the prompt in the branch answers it); until the clear lands
+ * on the row, the run's end clears it there (`answered`), so no end reuses it.
+ */
 const markSuccessorSent = (deps: RunnerDeps, run: ActiveRun) =>
   Effect.gen(function* () {
     const memory = yield* Ref.get(run.memory)
     if (memory.outstanding === null) return
+    const answered = memory.outstanding
+    yield* Ref.update(run.memory, (m) => ({ ...m, outstanding: null, answered }))
     yield* deps.store.clearInterruption(run.fence)
-    yield* Ref.update(run.memory, (m) => ({ ...m, outstanding: null }))
+    yield* Ref.update(run.memory, (m) => (m.answered === answered ? { ...m, answered: null } : m))
   })
+
+/**
+ * The intent of the abort this prompt answers (the runner's outstanding one), so the prompt can
+ * carry its identity even when the intent store cannot be read at send time.
+ */
+const answeredIntent = (run: ActiveRun) =>
+  Effect.flatMap(Ref.get(run.memory), ({ outstanding }) =>
+    outstanding === null
+      ? Effect.succeed(undefined)
+      : abortIntentId(run.ref, outstanding).pipe(Effect.orElseSucceed(() => undefined))
+  )
 
 const agent = (
   deps: RunnerDeps,
@@ -105,8 +123,15 @@ const agent = (
       runId: run.runId,
       prompt: prompt.right
     })
+    const answers = yield* answeredIntent(run)
     const sent = yield* deps.coordinator
-      .deliverNatural({ kind: "workflowPrompt", runId: run.runId, message, options: DELIVERY })
+      .deliverNatural({
+        kind: "workflowPrompt",
+        runId: run.runId,
+        message,
+        options: DELIVERY,
+        ...(answers === undefined ? {} : { answers })
+      })
       .pipe(Effect.either)
     if (Either.isLeft(sent)) return failed(`the prompt could not be delivered: ${sent.left.message}`)
     yield* updateVisit(run, visit.attemptId, (v) => ({ ...v, delivered: true }))

@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import type { InvalidInput } from "../domain/errors.ts"
 import { intentId, sourceEventId } from "../domain/identity.ts"
 import type { IntentRequest } from "../domain/intent-request.ts"
+import type { Provenance, RunRef } from "../domain/source-event.ts"
 import type { EnsureIntent } from "../store/turn-intent-store.ts"
 
 export interface IdentifiedRequest {
@@ -26,3 +27,27 @@ export const identify = (request: IntentRequest): Effect.Effect<IdentifiedReques
     }
     return { intentId: yield* intentId(ensure), ensure }
   })
+
+/**
+ * The intent of an abort with this provenance: the one its abort stores and any run end that
+ * reuses the abort addresses (the same key as `intentRequest` builds for both).
+ */
+export const abortIntentId = (run: RunRef, provenance: Provenance): Effect.Effect<string, InvalidInput> =>
+  Effect.flatMap(
+    sourceEventId({
+      runId: run.runId,
+      cause: provenance.cause,
+      nodeId: provenance.nodeId,
+      attemptId: provenance.attemptId,
+      interruption: provenance.interruption
+    }),
+    (source) =>
+      intentId({
+        targetSessionId: run.targetSessionId,
+        runId: run.runId,
+        sourceEventId: source,
+        nodeId: provenance.nodeId,
+        attemptId: provenance.attemptId,
+        cause: provenance.cause
+      })
+  )

@@ -156,6 +156,12 @@ export const makeFencedWrites = (
                 updated_at = ${now} WHERE run_id = ${fence.runId}`
             break
           case "End":
+            if (t.answered !== undefined) {
+              const p = t.answered
+              yield* sql`UPDATE workflow_runs SET abort_pending = 0
+                WHERE run_id = ${fence.runId} AND abort_pending = 1 AND abort_cause = ${p.cause}
+                  AND abort_interruption = ${p.interruption}`
+            }
             if (t.abort !== undefined) {
               const p = t.abort
               yield* sql`UPDATE workflow_runs SET abort_cause = ${p.cause}, abort_node_id = ${p.nodeId},

@@ -192,6 +192,12 @@ export type RunTransition =
        * the row (reconciliation) addresses the same intent as the runner's terminal event.
        */
       readonly abort?: Provenance
+      /**
+       * An abort whose natural successor (a workflow prompt) went out while its clear
+       * (`clearInterruption`) did not land: cleared with the end when it is still the row's
+       * pending abort, so the end does not reuse an interruption the model already had a turn for.
+       */
+      readonly answered?: Provenance
     }
   /** Release the claim; a later resume continues (and reruns an interrupted visit). */
   | { readonly _tag: "Park"; readonly reason: string }

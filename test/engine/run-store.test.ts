@@ -146,6 +146,29 @@ describe("RunStore (SQLite)", () => {
     })
   )
 
+  it.scoped("an end clears an abort its prompt answered, never another one", () =>
+    Effect.gen(function* () {
+      const store = yield* openStore(yield* freshLocation)
+      const timedOut = { cause: "timedOut" as const, nodeId: "first", attemptId: "att-1", interruption: 0 }
+      const ended = (runId: string, answered: typeof timedOut) =>
+        Effect.gen(function* () {
+          yield* store.reserve(newRun(runId, runId))
+          yield* store.claim({ runId, token: "t", leaseMs: 60_000, mode: "activate" })
+          const fence = { runId, token: "t" }
+          yield* store.recordInterruption(fence, timedOut)
+          // The recovery prompt went out, but its clear did not land: the end carries it.
+          return yield* store.settle(fence, {
+            next: { _tag: "End", state: "cancelled", answered }
+          })
+        })
+      const cleared = yield* ended("r1", timedOut)
+      expect([cleared.abortPending, cleared.abort?.cause]).toEqual([false, "timedOut"])
+      // A later interruption on the row (another ordinal) is still owed its successor.
+      const kept = yield* ended("r2", { ...timedOut, interruption: 1 })
+      expect([kept.abortPending, kept.abort?.interruption]).toEqual([true, 0])
+    })
+  )
+
   it.scoped("submit answers the request and ends the step ok in one transaction", () =>
     Effect.gen(function* () {
       const store = yield* openStore(yield* freshLocation)
