@@ -25,7 +25,7 @@ import {
   type PiSessionService
 } from "../../src/session/pi-session.ts"
 import * as StoreFaults from "../../src/testing/store-faults.ts"
-import type { SimClock } from "../sim/sim-clock.ts"
+import type { ProcessClock, SimClock } from "../sim/sim-clock.ts"
 import type { FaultKind, Proc, Step } from "./schedule.ts"
 import { WORKFLOWS } from "./workflows.ts"
 
@@ -47,8 +47,11 @@ export interface SendLog {
   written: boolean
 }
 
-/** Deliberate bugs that the invariants must catch (the checker's self-test). */
-export type Mutation = "doubleSend" | "dropFallback"
+/**
+ * Deliberate bugs that the invariants must catch (the checker's self-test); `hang` makes closing
+ * a process wait for a simulated hour nobody advances, so the schedule cannot finish.
+ */
+export type Mutation = "doubleSend" | "dropFallback" | "hang"
 
 /**
  * One process's application graph: `src/app/layers.ts`'s own (`layerAppWith`), over stores
@@ -81,6 +84,8 @@ interface Process {
   readonly slot: Proc
   readonly generation: number
   readonly scope: Scope.CloseableScope
+  /** Its view of the simulated clock: a killed process's sleeps stop waiting. */
+  readonly clock: ProcessClock
   context: Context.Context<SimServices> | null
   fault: FaultKind | null
   dead: boolean
@@ -128,11 +133,16 @@ export const makeWorld = (
           (storeCall && storeCalls > (crashPlan.skip ?? 0)))
       if (due) {
         crashFired = true
-        p.dead = true
-        for (const entry of p.deferred) entry.log.written = false
-        p.deferred = []
+        die(p)
       }
       return due
+    }
+    /** SIGKILL: nothing it does from now on reaches the store or the session, and its time stops mattering. */
+    const die = (p: Process) => {
+      p.dead = true
+      p.clock.kill()
+      for (const entry of p.deferred) entry.log.written = false
+      p.deferred = []
     }
     const { session: fakeSession, control: fake } = yield* makeFake({ sessionId: SESSION })
     const procs: [Process | null, Process | null] = [null, null]
@@ -152,8 +162,8 @@ export const makeWorld = (
       Effect.suspend((): Effect.Effect<void, StoreFailure> => {
         clock.touch()
         const p = proc()
-        if (p === null || p.dead || crashNow(p, { operation }))
-          return Effect.die(new Error("the process was killed"))
+        if (p === null || p.dead) return Effect.die(new Error("the process was killed"))
+        if (crashNow(p, { operation })) return Effect.zipRight(killLater(p), Effect.die(new Error("killed")))
         if (p.fault === "throw") return Effect.die(new Error(`injected throw in ${operation}`))
         if (p.fault !== null) {
           return Effect.fail(new StoreFailure({ operation, message: p.fault === "busy" ? BUSY : READONLY }))
@@ -219,6 +229,7 @@ export const makeWorld = (
       Effect.gen(function* () {
         const generation = ++generations[slot]
         const scope = yield* Scope.make()
+        const processClock = clock.forProcess()
         const self = () => (procs[slot]?.generation === generation ? procs[slot] : null)
         const layer = appLayer({
           filename,
@@ -229,7 +240,9 @@ export const makeWorld = (
             reached: (point) =>
               Effect.suspend(() => {
                 const p = self()
-                return p !== null && crashNow(p, { point }) ? Effect.die(new Error("killed")) : Effect.void
+                return p !== null && crashNow(p, { point })
+                  ? Effect.zipRight(killLater(p), Effect.die(new Error("killed")))
+                  : Effect.void
               })
           }
         })
@@ -237,6 +250,7 @@ export const makeWorld = (
           slot,
           generation,
           scope,
+          clock: processClock,
           context: null,
           fault: null,
           dead: false,
@@ -245,14 +259,21 @@ export const makeWorld = (
           settleWaiters: []
         }
         procs[slot] = process
-        process.context = yield* Layer.build(layer).pipe(Scope.extend(scope))
+        process.context = yield* Layer.build(layer).pipe(
+          Scope.extend(scope),
+          Effect.withClock(processClock.clock)
+        )
+        // The shape of the old hang: closing the scope waits (uninterruptibly, as a layer release
+        // does) on a clock nobody moves meanwhile.
+        if (mutation === "hang")
+          yield* Scope.addFinalizer(scope, Effect.uninterruptible(Effect.sleep("1 hour")))
         return process
       })
 
     /** Run `program` inside the process (its fibers die with it); wait until it is blocked or done. */
     const within = <A, E>(proc: Process, program: Effect.Effect<A, E, never>) =>
       Effect.gen(function* () {
-        const fiber = yield* Effect.forkIn(program, proc.scope)
+        const fiber = yield* Effect.forkIn(Effect.withClock(program, proc.clock.clock), proc.scope)
         yield* clock.quiesce
         return fiber
       })
@@ -260,7 +281,7 @@ export const makeWorld = (
     const provide = <A, E>(proc: Process, program: Effect.Effect<A, E, SimServices>) =>
       proc.context === null
         ? Effect.die(new Error("the process has not started"))
-        : Effect.provide(program, proc.context)
+        : Effect.provide(program, proc.context).pipe(Effect.withClock(proc.clock.clock))
 
     const live = (): Array<Process> => procs.filter((p): p is Process => p !== null && !p.dead)
 
@@ -269,12 +290,28 @@ export const makeWorld = (
         const proc = procs[slot]
         // A process a crash plan killed is dead already; its slot is freed here.
         if (proc === null) return
-        proc.dead = true
-        for (const entry of proc.deferred) entry.log.written = false
-        proc.deferred = []
+        die(proc)
         procs[slot] = null
         yield* Effect.exit(Scope.close(proc.scope, Exit.void))
       })
+
+    /**
+     * Wait for a fiber Pi awaits, moving the clock in small steps meanwhile (its sleeps are what it
+     * waits on), for at most `limitMs` of simulated time; after that Pi goes on without it.
+     */
+    const awaitAdvancing = (fiber: Fiber.RuntimeFiber<unknown, unknown>, limitMs: number) =>
+      Effect.gen(function* () {
+        yield* clock.quiesce
+        for (let waited = 0; waited < limitMs && fiber.unsafePoll() === null; waited += 250) {
+          yield* clock.advance(250)
+        }
+      })
+
+    /** A crash plan killed `p` from inside one of its own fibers: its scope closes from outside. */
+    const killLater = (p: Process) =>
+      Effect.asVoid(
+        Effect.forkDaemon(Effect.suspend(() => (procs[p.slot] === p ? kill(p.slot) : Effect.void)))
+      )
 
     /** Pi's `agent_settled`, as src/extension/session-app.ts forwards it to every process. */
     const settle = (aborted: boolean) =>
@@ -293,7 +330,8 @@ export const makeWorld = (
               }
             })
           )
-          yield* Effect.ignore(Effect.exit(Effect.timeoutOption(handler, "5 seconds")))
+          // Pi awaits the handler for up to 5 s; time passes meanwhile (a store retry sleeps on it).
+          yield* awaitAdvancing(yield* Effect.forkIn(Effect.exit(handler), proc.scope), 5_000)
         }
         yield* fake.settle({ aborted })
         for (const proc of procsNow) {
@@ -436,10 +474,7 @@ export const makeWorld = (
             for (const p of live()) {
               // Time passes while Pi runs its shutdown handler (store retries wait on the clock);
               // after 5 s the process ends whatever the handler is doing.
-              const handler = yield* Effect.forkIn(Effect.exit(provide(p, onShutdown)), p.scope)
-              for (let waited = 0; waited < 5_000 && handler.unsafePoll() === null; waited += 250) {
-                yield* clock.advance(250)
-              }
+              yield* awaitAdvancing(yield* Effect.forkIn(Effect.exit(provide(p, onShutdown)), p.scope), 5_000)
               yield* kill(p.slot)
             }
             return
