@@ -52,6 +52,8 @@ export interface RunMemory {
   /** Visits with an outcome (what maxSteps counts). */
   readonly finished: number
   readonly claimLostReported: boolean
+  /** A renewal found the claim gone: no write of this runner can land any more. */
+  readonly claimGone: boolean
 }
 
 export interface ActiveRun {
@@ -79,6 +81,8 @@ export interface RunnerDeps {
   readonly coordinator: CoordinatorService
   readonly events: SourceEventsService
   readonly settings: EngineSettings
+  /** True once the engine is shutting down or its scope is closing. */
+  readonly closing: Effect.Effect<boolean>
   /** Run an effect detached from the runner (presentations), in the engine's scope. */
   readonly background: (effect: Effect.Effect<void>) => Effect.Effect<void>
   /** Where `ctx.progress` reports go, when the app wires notifications. */
@@ -125,6 +129,7 @@ export const memoryOf = (record: RunRecord, steps: ReadonlyArray<StepRecord>): R
     results,
     history,
     finished,
-    claimLostReported: false
+    claimLostReported: false,
+    claimGone: false
   }
 }

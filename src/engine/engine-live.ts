@@ -53,8 +53,10 @@ export const make = (config: EngineConfig = {}) =>
     const fibers = yield* FiberMap.make<string>()
     const detached = yield* FiberSet.make()
     const handles = yield* Ref.make<ReadonlyMap<string, ActiveRun>>(new Map())
+    const closing = yield* Ref.make(false)
     const deps: RunnerDeps = {
-      store: withLockRetries(store, settings.leaseMs),
+      store: withLockRetries(store),
+      closing: Ref.get(closing),
       coordinator,
       events,
       settings,
@@ -338,6 +340,8 @@ export const make = (config: EngineConfig = {}) =>
       })
 
     const shutdown: EngineService["shutdown"] = Effect.gen(function* () {
+      // Runners retrying a failed end give up now: the run is taken over after this process.
+      yield* Ref.set(closing, true)
       const runs = [...(yield* Ref.get(handles)).values()]
       yield* Effect.forEach(
         runs,
