@@ -6,6 +6,7 @@
 import { Clock, Deferred, Effect, FiberMap, FiberSet, Layer, Option, Ref } from "effect"
 import { InvalidInput } from "../domain/errors.ts"
 import { Coordinator } from "../delivery/coordinator.ts"
+import { TimingPolicy } from "../delivery/timing-policy.ts"
 import { SourceEvents } from "../interruption/source-events.ts"
 import { RunNotFound } from "../store/run-errors.ts"
 import { isTerminal, type RunRecord, RunStore } from "../store/run-store.ts"
@@ -56,6 +57,7 @@ export const make = (config: EngineConfig = {}) =>
     const closing = yield* Ref.make(false)
     const deps: RunnerDeps = {
       store: withLockRetries(store),
+      settleRetry: (yield* TimingPolicy).settleRetry,
       closing: Ref.get(closing),
       coordinator,
       events,

@@ -334,7 +334,11 @@ const withRunnerSettle = (deps: RunnerDeps, run: ActiveRun): RunnerDeps => {
     Ref.get(run.memory),
     (closing, memory) => !closing && !memory.claimGone
   )
-  const settle = settleWhileOwned(deps.store.settle, deps.settings.leaseMs, owned)
+  const settle = settleWhileOwned(deps.store.settle, {
+    schedule: deps.settleRetry,
+    leaseMs: deps.settings.leaseMs,
+    owned
+  })
   return {
     ...deps,
     store: {

@@ -82,17 +82,21 @@ export const withLockRetries = (store: RunStoreService): RunStoreService => ({
   submit: (fence, input) => retrying(store.submit(fence, input))
 })
 
-/** `settle`, retried on any store failure while `owned` says the run is still this process's. */
+/**
+ * `settle`, retried on any store failure on `schedule` (the engine's `TimingPolicy.settleRetry`)
+ * while `owned` says the run is still this process's, for at most one lease.
+ */
 export const settleWhileOwned =
   (
     settle: RunStoreService["settle"],
-    leaseMs: number,
-    owned: Effect.Effect<boolean>
+    options: {
+      readonly schedule: Schedule.Schedule<unknown, unknown>
+      readonly leaseMs: number
+      readonly owned: Effect.Effect<boolean>
+    }
   ): RunStoreService["settle"] =>
   (fence, settlement) =>
-    Effect.flatMap(TimingPolicy, (policy) =>
-      Effect.retry(settle(fence, settlement), {
-        schedule: Schedule.upTo(policy.settleRetry, Duration.millis(leaseMs)),
-        while: (error) => (error._tag === "StoreFailure" ? owned : false)
-      })
-    )
+    Effect.retry(settle(fence, settlement), {
+      schedule: Schedule.upTo(options.schedule, Duration.millis(options.leaseMs)),
+      while: (error) => (error._tag === "StoreFailure" ? options.owned : false)
+    })
