@@ -6,113 +6,41 @@
  * call a scheduling point. The schedule drives it only through what Pi drives: the `workflow` tool,
  * the `/workflow` command and the session hooks. Nothing here publishes a source event itself.
  *
- * A crash is a SIGKILL: from that instant the process's store calls and sends do nothing (its
- * finalizers cannot write), and the messages Pi had not written yet die with it.
+ * A crash is a SIGKILL: from that instant the process's store calls and sends do nothing, its clock
+ * stops mattering (its sleeps end at once, so whatever its fibers retry ends while its scope closes;
+ * its finalizers cannot write), and the messages Pi had not written yet die with it. The process
+ * itself is `process.ts`; the session as each process sees it, `session-view.ts`.
  */
-import { type Context, Deferred, Effect, Exit, type Fiber, Layer, Option, Scope } from "effect"
-import { layerAppWith, layerStores } from "../../src/app/layers.ts"
-import type * as CrashPoints from "../../src/delivery/crash-points.ts"
-import { afterSettle, classifySettle, onSessionStart, onShutdown } from "../../src/app/session-hooks.ts"
+import { Deferred, Effect, Exit, type Fiber, Layer, Option, Scope } from "effect"
 import { runCommand } from "../../src/app/command-actions.ts"
+import { afterSettle, classifySettle, onSessionStart, onShutdown } from "../../src/app/session-hooks.ts"
 import { runTool } from "../../src/app/tool-actions.ts"
-import { StoreFailure } from "../../src/domain/errors.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { makeFake } from "../../src/session/pi-session-fake.ts"
+import type { SimClock } from "../sim/sim-clock.ts"
 import {
-  type CustomMessage,
-  type DeliveryOptions,
-  PiSession,
-  type PiSessionService
-} from "../../src/session/pi-session.ts"
-import * as StoreFaults from "../../src/testing/store-faults.ts"
-import type { ProcessClock, SimClock } from "../sim/sim-clock.ts"
-import type { FaultKind, Proc, Step } from "./schedule.ts"
-import { WORKFLOWS } from "./workflows.ts"
+  appLayer,
+  type CrashPlan,
+  die,
+  gateOf,
+  type Mutation,
+  type Process,
+  SESSION,
+  type SendLog,
+  type SimServices
+} from "./process.ts"
+import type { Proc, Step } from "./schedule.ts"
+import { makeSessionView } from "./session-view.ts"
 
-export const SESSION = "sim-session"
-export const LEASE_MS = 30_000
-export const RUN_LEASE_MS = 30_000
-export const SYNC_INTERVAL_MS = 10_000
-
-export interface SendLog {
-  readonly proc: Proc
-  readonly step: number
-  readonly customType: string
-  readonly turnIntentId: string | null
-  readonly runId: string | null
-  readonly phase: string
-  readonly userHold: boolean
-  readonly shuttingDown: boolean
-  /** Written to the branch (false: lost in an aborting turn or with its process). */
-  written: boolean
-}
-
-/**
- * Deliberate bugs that the invariants must catch (the checker's self-test); `hang` makes closing
- * a process wait for a simulated hour nobody advances, so the schedule cannot finish.
- */
-export type Mutation = "doubleSend" | "dropFallback" | "hang"
-
-/**
- * One process's application graph: `src/app/layers.ts`'s own (`layerAppWith`), over stores
- * whose every call first passes the process's gate (scheduling point, fault, death).
- */
-const appLayer = (options: {
-  readonly filename: string
-  readonly token: string
-  readonly gate: (operation: string) => Effect.Effect<void, StoreFailure>
-  readonly session: PiSessionService
-  readonly crashPoints: CrashPoints.CrashPointsService
-}) =>
-  layerAppWith(
-    StoreFaults.layerGated(options.gate).pipe(
-      Layer.provide(layerStores({ filename: options.filename, busyTimeoutMs: 50 }))
-    ),
-    {
-      workflows: WORKFLOWS,
-      core: {
-        coordinator: { token: options.token, leaseMs: LEASE_MS, syncIntervalMs: SYNC_INTERVAL_MS }
-      },
-      engine: { leaseMs: RUN_LEASE_MS, renewEveryMs: RUN_LEASE_MS / 3 },
-      crashPoints: options.crashPoints
-    }
-  ).pipe(Layer.provideMerge(Layer.succeed(PiSession, options.session)))
-
-type SimServices = Layer.Layer.Success<ReturnType<typeof appLayer>>
-
-interface Process {
-  readonly slot: Proc
-  readonly generation: number
-  readonly scope: Scope.CloseableScope
-  /** Its view of the simulated clock: a killed process's sleeps stop waiting. */
-  readonly clock: ProcessClock
-  context: Context.Context<SimServices> | null
-  fault: FaultKind | null
-  dead: boolean
-  /** Sends made while this process's `agent_settled` handlers run: Pi writes them afterwards. */
-  deferred: Array<{
-    readonly message: CustomMessage
-    readonly options: DeliveryOptions
-    readonly log: SendLog
-  }>
-  settling: number
-  /** Natural deliveries waiting for this process's settle handlers to return (rule 4). */
-  settleWaiters: Array<Deferred.Deferred<void>>
-}
-
-const BUSY = "SqliteError: database is locked (SQLITE_BUSY)"
-const READONLY = "SqliteError: attempt to write a readonly database (SQLITE_READONLY)"
-
-/**
- * Exact crash moments for scripted crash tests: the process dies (SIGKILL) the first time one of
- * its deliveries reaches `point`, or the first time it calls the store operation `beforeStore`.
- */
-export interface CrashPlan {
-  readonly point?: CrashPoints.CrashPoint
-  readonly beforeStore?: string
-  /** How many calls of `beforeStore` go through first. */
-  readonly skip?: number
-}
+export {
+  type CrashPlan,
+  LEASE_MS,
+  type Mutation,
+  RUN_LEASE_MS,
+  SESSION,
+  type SendLog,
+  SYNC_INTERVAL_MS
+} from "./process.ts"
 
 export const makeWorld = (
   filename: string,
@@ -137,13 +65,6 @@ export const makeWorld = (
       }
       return due
     }
-    /** SIGKILL: nothing it does from now on reaches the store or the session, and its time stops mattering. */
-    const die = (p: Process) => {
-      p.dead = true
-      p.clock.kill()
-      for (const entry of p.deferred) entry.log.written = false
-      p.deferred = []
-    }
     const { session: fakeSession, control: fake } = yield* makeFake({ sessionId: SESSION })
     const procs: [Process | null, Process | null] = [null, null]
     const generations: [number, number] = [0, 0]
@@ -158,71 +79,18 @@ export const makeWorld = (
       return Effect.yieldNow()
     })
 
-    const gateOf = (proc: () => Process | null) => (operation: string) =>
-      Effect.suspend((): Effect.Effect<void, StoreFailure> => {
-        clock.touch()
-        const p = proc()
-        if (p === null || p.dead) return Effect.die(new Error("the process was killed"))
-        if (crashNow(p, { operation })) return Effect.zipRight(killLater(p), Effect.die(new Error("killed")))
-        if (p.fault === "throw") return Effect.die(new Error(`injected throw in ${operation}`))
-        if (p.fault !== null) {
-          return Effect.fail(new StoreFailure({ operation, message: p.fault === "busy" ? BUSY : READONLY }))
-        }
-        return Effect.yieldNow()
-      }).pipe(Effect.zipLeft(point))
-
-    const write = (entry: {
-      readonly message: CustomMessage
-      readonly options: DeliveryOptions
-      readonly log: SendLog
-    }) =>
-      Effect.gen(function* () {
-        const dropped =
-          mutation === "dropFallback" && entry.message.customType === "pi-workflows-deferred-turn"
-        if (!dropped) yield* Effect.ignore(fakeSession.send(entry.message, entry.options))
-        const record = (yield* fake.sent).at(-1)
-        entry.log.written = !dropped && record?.message === entry.message && record.entryId !== null
-      })
-
-    const sessionOf = (self: () => Process | null): PiSessionService => {
-      const deliver = (message: CustomMessage, options: DeliveryOptions) =>
-        Effect.gen(function* () {
-          const p = self()
-          if (p === null || p.dead) return yield* Effect.die(new Error("the process was killed"))
-          const lifecycle = yield* fakeSession.lifecycle
-          const id = message.details.turnIntentId
-          const runId = message.details.runId
-          const log: SendLog = {
-            proc: p.slot,
-            step,
-            customType: message.customType,
-            turnIntentId: typeof id === "string" ? id : null,
-            runId: typeof runId === "string" ? runId : null,
-            phase: yield* fake.phase,
-            userHold: lifecycle.userHold,
-            shuttingDown: lifecycle.shuttingDown,
-            written: false
-          }
-          sends.push(log)
-          if (p.settling > 0) p.deferred.push({ message, options, log })
-          else yield* write({ message, options, log })
-        }).pipe(Effect.zipLeft(point))
-      return {
-        ...fakeSession,
-        settling: Effect.sync(() => (self()?.settling ?? 0) > 0),
-        settleDone: Effect.suspend(() => {
-          const p = self()
-          if (p === null || p.settling === 0) return Effect.void
-          const waiter = Effect.runSync(Deferred.make<void>())
-          p.settleWaiters.push(waiter)
-          return Deferred.await(waiter)
-        }),
-        branch: Effect.zipRight(point, fakeSession.branch),
-        send: (message, options) =>
-          mutation === "doubleSend" && typeof message.details.turnIntentId === "string"
-            ? Effect.zipRight(deliver(message, options), deliver(message, options))
-            : deliver(message, options)
-      }
+    const { write, sessionOf } = makeSessionView({
+      session: fakeSession,
+      fake,
+      mutation,
+      sends,
+      point,
+      step: () => step
+    })
+    const gateHooks = {
+      point,
+      touch: clock.touch,
+      crashHere: (p: Process, operation: string) => (crashNow(p, { operation }) ? killLater(p) : null)
     }
 
     const startProc = (slot: Proc) =>
@@ -234,7 +102,7 @@ export const makeWorld = (
         const layer = appLayer({
           filename,
           token: `p${slot}.${generation}`,
-          gate: gateOf(self),
+          gate: gateOf(self, gateHooks),
           session: sessionOf(self),
           crashPoints: {
             reached: (point) =>
