@@ -1,13 +1,19 @@
 /**
  * The one fake Pi session as each simulated process sees it: every send is logged (for the
  * invariants), sends made while the process's `agent_settled` handlers run are written only
- * after they return (as Pi does), a dead process sends nothing, and the checker's mutations
+ * after they return (as Pi does), a dead process sends, aborts and notifies nothing, and the checker's mutations
  * (`doubleSend`, `dropFallback`) break delivery on purpose.
  */
 import { Deferred, Effect } from "effect"
 import type { PiSessionFakeControl } from "../../src/session/pi-session-fake.ts"
 import type { CustomMessage, DeliveryOptions, PiSessionService } from "../../src/session/pi-session.ts"
 import type { DeferredSend, Mutation, Process, SendLog } from "./process.ts"
+
+const alive = (self: () => Process | null) => {
+  const p = self()
+  return p !== null && !p.dead
+}
+const killed = Effect.die(new Error("the process was killed"))
 
 export const makeSessionView = (world: {
   readonly session: PiSessionService
@@ -34,7 +40,7 @@ export const makeSessionView = (world: {
     const deliver = (message: CustomMessage, options: DeliveryOptions) =>
       Effect.gen(function* () {
         const p = self()
-        if (p === null || p.dead) return yield* Effect.die(new Error("the process was killed"))
+        if (p === null || p.dead) return yield* killed
         const lifecycle = yield* session.lifecycle
         const id = message.details.turnIntentId
         const runId = message.details.runId
@@ -64,6 +70,10 @@ export const makeSessionView = (world: {
         return Deferred.await(waiter)
       }),
       branch: Effect.zipRight(world.point, session.branch),
+      // A killed process runs no code: its finalizers (a runner's interrupted visit) cannot
+      // abort the turn or notify the user of the session that lives on.
+      abort: Effect.suspend(() => (alive(self) ? session.abort : killed)),
+      notify: (text, level) => Effect.suspend(() => (alive(self) ? session.notify(text, level) : killed)),
       send: (message, options) =>
         mutation === "doubleSend" && typeof message.details.turnIntentId === "string"
           ? Effect.zipRight(deliver(message, options), deliver(message, options))

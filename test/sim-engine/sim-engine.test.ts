@@ -68,6 +68,13 @@ describe("engine simulation", () => {
     expect(result.trace.at(-1)).toBeDefined()
   }, 60_000)
 
+  it("a killed process acts on nothing: its runner's timeout does not abort the live session's turn (seed 2455)", async () => {
+    // The killed process's step limit ended at once (its clock no longer waits) and its runner
+    // aborted the turn the other process's session was in; that abort was taken for Escape.
+    const result = await runEngineSeed(2455)
+    expect(result.violations).toEqual([])
+  }, 60_000)
+
   it("a schedule that cannot finish is reported as a violation within the wall-clock guard", async () => {
     const result = await runEngineSeed(1, { mutation: "hang", hangAfterMs: 2_000 })
     expect(result.violations.join("\n")).toMatch(/the schedule hung/)
