@@ -4,19 +4,20 @@
  * - `typedStore`: a store call that throws (a bug, a broken driver) is the typed `StoreFailure`
  *   it stands for, never a defect, so every caller handles it like any other store failure
  *   (a readable reply, a logged renewal failure, a runner that keeps its claim).
- * - `withLockRetries`: the runner's fenced writes before an outcome (`startStep`, `openRequest`,
- *   `clearInterruption`, `submit`), retried on `TimingPolicy.storeRetry` while another process
- *   holds the database's write lock past the busy budget. Only lock failures are retried: the
- *   caller still decides nothing and answers any other failure.
+ * - `withLockRetries`: the runner's fenced writes (`startStep`, `openRequest`,
+ *   `clearInterruption`, `submit`, `settle`), retried on `TimingPolicy.storeRetry` while another
+ *   process holds the database's write lock past the busy budget. Only lock failures are retried
+ *   here: a write before an outcome answers any other failure to its caller.
  * - `settleWhileOwned`: `settle` writes an outcome the runner already acted on (a turn it
  *   aborted, a timeout it saw, a cancel it applied, a move to the next step). Losing that write
  *   would lose the decided end: the run would stay `running` until a takeover reruns the step.
- *   So it is retried on every `StoreFailure` (a lock, read-only, a throw, a hang) on
- *   `TimingPolicy.settleRetry`, for as long as the run is still this process's: never after an
- *   answer that the claim is gone (`ClaimLost`, which no retry can fix), not once a renewal
- *   found the claim gone or the engine closes (a shut-down or killed process ends its retries
- *   with it, and the run is taken over), and not past one lease since the first failure (by
- *   then a takeover may hold the run; a later fenced write would only tell so).
+ *   So, beyond its lock retries, it is retried on every `StoreFailure` (a lock, read-only, a
+ *   throw, a hang) on `TimingPolicy.settleRetry`, for as long as the run is still this
+ *   process's: never after an answer that the claim is gone (`ClaimLost`, which no retry can
+ *   fix), not once a renewal found the claim gone or the engine closes (a shut-down or killed
+ *   process ends its retries with it, and the run is taken over; a park at shutdown still gets
+ *   its lock retries), and not past one lease since the first failure (by then a takeover may
+ *   hold the run; a later fenced write would only tell so).
  */
 import { Duration, Effect, Schedule } from "effect"
 import { TimingPolicy } from "../delivery/timing-policy.ts"
@@ -79,7 +80,8 @@ export const withLockRetries = (store: RunStoreService): RunStoreService => ({
   startStep: (fence, input) => retrying(store.startStep(fence, input)),
   openRequest: (fence, input) => retrying(store.openRequest(fence, input)),
   clearInterruption: (fence) => retrying(store.clearInterruption(fence)),
-  submit: (fence, input) => retrying(store.submit(fence, input))
+  submit: (fence, input) => retrying(store.submit(fence, input)),
+  settle: (fence, settlement) => retrying(store.settle(fence, settlement))
 })
 
 /**
