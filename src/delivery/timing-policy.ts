@@ -16,6 +16,13 @@ export interface TimingPolicyService {
    * busy budget (default: exponential from 100 ms, 4 retries). Only lock failures are retried.
    */
   readonly storeRetry: Schedule.Schedule<unknown, unknown>
+  /**
+   * How the runner retries writing an outcome it already acted on (a run's end after an abort or
+   * a timeout, a move to the next step, a park) while the store fails in any way (default:
+   * exponential from 100 ms, at most 1 s apart). The engine ends the retry when the run stops
+   * being this process's: a lost claim, one lease without a successful write, or the engine closing.
+   */
+  readonly settleRetry: Schedule.Schedule<unknown, unknown>
   /** Spacing of the coordinator's periodic fallback pass (default 10 s); null: no periodic pass. */
   readonly syncInterval: Duration.Duration | null
   /** Spacing of the periodic reconciliation pass (default 5 s); null: none. */
@@ -28,6 +35,10 @@ export interface TimingPolicyService {
 
 export const DEFAULT_TIMING_POLICY: TimingPolicyService = {
   storeRetry: Schedule.intersect(Schedule.exponential(Duration.millis(100)), Schedule.recurs(4)),
+  settleRetry: Schedule.either(
+    Schedule.exponential(Duration.millis(100)),
+    Schedule.spaced(Duration.seconds(1))
+  ),
   syncInterval: Duration.seconds(10),
   maintenanceInterval: Duration.seconds(5),
   deliveryLease: Duration.millis(DEFAULT_LEASE_MS),

@@ -4,7 +4,7 @@
  * is what must survive only as long as the runner fiber does.
  */
 import { randomUUID } from "node:crypto"
-import { type Deferred, Effect, Option, type Ref } from "effect"
+import { type Deferred, Effect, Option, type Ref, type Schedule } from "effect"
 import type { QuietKind, Provenance, RunRef } from "../domain/source-event.ts"
 import type { CoordinatorService } from "../delivery/coordinator.ts"
 import type { SourceEventsService } from "../interruption/source-events.ts"
@@ -57,6 +57,8 @@ export interface RunMemory {
   /** Visits with an outcome (what maxSteps counts). */
   readonly finished: number
   readonly claimLostReported: boolean
+  /** A renewal found the claim gone: no write of this runner can land any more. */
+  readonly claimGone: boolean
 }
 
 export interface ActiveRun {
@@ -84,6 +86,10 @@ export interface RunnerDeps {
   readonly coordinator: CoordinatorService
   readonly events: SourceEventsService
   readonly settings: EngineSettings
+  /** How a settle that failed is retried (`TimingPolicy.settleRetry`, as the engine was built with). */
+  readonly settleRetry: Schedule.Schedule<unknown, unknown>
+  /** True once the engine is shutting down or its scope is closing. */
+  readonly closing: Effect.Effect<boolean>
   /** Run an effect detached from the runner (presentations), in the engine's scope. */
   readonly background: (effect: Effect.Effect<void>) => Effect.Effect<void>
   /** Where `ctx.progress` reports go, when the app wires notifications. */
@@ -131,6 +137,7 @@ export const memoryOf = (record: RunRecord, steps: ReadonlyArray<StepRecord>): R
     results,
     history,
     finished,
-    claimLostReported: false
+    claimLostReported: false,
+    claimGone: false
   }
 }

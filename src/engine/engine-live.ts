@@ -6,6 +6,7 @@
 import { Clock, Deferred, Effect, FiberMap, FiberSet, Layer, Option, Ref } from "effect"
 import { InvalidInput } from "../domain/errors.ts"
 import { Coordinator } from "../delivery/coordinator.ts"
+import { TimingPolicy } from "../delivery/timing-policy.ts"
 import { SourceEvents } from "../interruption/source-events.ts"
 import { RunNotFound } from "../store/run-errors.ts"
 import { isTerminal, type RunRecord, RunStore } from "../store/run-store.ts"
@@ -53,8 +54,11 @@ export const make = (config: EngineConfig = {}) =>
     const fibers = yield* FiberMap.make<string>()
     const detached = yield* FiberSet.make()
     const handles = yield* Ref.make<ReadonlyMap<string, ActiveRun>>(new Map())
+    const closing = yield* Ref.make(false)
     const deps: RunnerDeps = {
-      store: withLockRetries(store, settings.leaseMs),
+      store: withLockRetries(store),
+      settleRetry: (yield* TimingPolicy).settleRetry,
+      closing: Ref.get(closing),
       coordinator,
       events,
       settings,
@@ -338,6 +342,8 @@ export const make = (config: EngineConfig = {}) =>
       })
 
     const shutdown: EngineService["shutdown"] = Effect.gen(function* () {
+      // Runners retrying a failed end give up now: the run is taken over after this process.
+      yield* Ref.set(closing, true)
       const runs = [...(yield* Ref.get(handles)).values()]
       yield* Effect.forEach(
         runs,

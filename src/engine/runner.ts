@@ -14,6 +14,7 @@ import { interrupt, onClaimLost, recordAgentCancel, terminal } from "./interrupt
 import { presentRun } from "./presentation.ts"
 import { decide } from "./routing.ts"
 import { deadlineOrigin, SUPERSEDED } from "./step-deadline.ts"
+import { settleWhileOwned } from "./store-retry.ts"
 import { executeVisit, type VisitResult } from "./visit.ts"
 
 type Step = Effect.Effect<string | null, ClaimLost | StoreFailure>
@@ -305,7 +306,11 @@ const renewals = (deps: RunnerDeps, run: ActiveRun) =>
         : Deferred.succeed(run.stop, { _tag: "Cancel", by: flags.cancelRequested })
     ),
     Effect.catchTags({
-      ClaimLost: () => Deferred.succeed(run.stop, { _tag: "ClaimLost" }),
+      ClaimLost: () =>
+        Effect.zipRight(
+          Ref.update(run.memory, (m) => ({ ...m, claimGone: true })),
+          Deferred.succeed(run.stop, { _tag: "ClaimLost" })
+        ),
       StoreFailure: (error) =>
         Effect.logWarning(`workflow run ${run.runId}: lease renewal failed: ${error.message}`)
     }),
@@ -318,34 +323,48 @@ const renewals = (deps: RunnerDeps, run: ActiveRun) =>
   )
 
 /**
- * Every end carries the runner's outstanding abort (see `RunTransition`): when the abort-time
- * provenance write failed, the row still ends up naming the intent the terminal event reuses.
- * It also carries an abort a prompt already answered whose clear did not land, to clear it.
+ * The runner's settles: every end carries the runner's outstanding abort (see `RunTransition`),
+ * so when the abort-time provenance write failed the row still names the intent the terminal
+ * event reuses, and an abort a prompt already answered whose clear did not land, to clear it;
+ * and every settle is retried while the run is still this runner's (`settleWhileOwned`), so a
+ * store fault that heals keeps the outcome the runner acted on.
  */
-const withOutstandingAbort = (deps: RunnerDeps, run: ActiveRun): RunnerDeps => ({
-  ...deps,
-  store: {
-    ...deps.store,
-    settle: (fence, settlement) =>
-      settlement.next._tag !== "End"
-        ? deps.store.settle(fence, settlement)
-        : Effect.flatMap(Ref.get(run.memory), ({ outstanding, answered }) =>
-            deps.store.settle(
-              fence,
-              settlement.next._tag !== "End"
-                ? settlement
-                : {
-                    ...settlement,
-                    next: {
-                      ...settlement.next,
-                      ...(outstanding === null ? {} : { abort: outstanding }),
-                      ...(answered === null ? {} : { answered })
+const withRunnerSettle = (deps: RunnerDeps, run: ActiveRun): RunnerDeps => {
+  const owned = Effect.zipWith(
+    deps.closing,
+    Ref.get(run.memory),
+    (closing, memory) => !closing && !memory.claimGone
+  )
+  const settle = settleWhileOwned(deps.store.settle, {
+    schedule: deps.settleRetry,
+    leaseMs: deps.settings.leaseMs,
+    owned
+  })
+  return {
+    ...deps,
+    store: {
+      ...deps.store,
+      settle: (fence, settlement) =>
+        settlement.next._tag !== "End"
+          ? settle(fence, settlement)
+          : Effect.flatMap(Ref.get(run.memory), ({ outstanding, answered }) =>
+              settle(
+                fence,
+                settlement.next._tag !== "End"
+                  ? settlement
+                  : {
+                      ...settlement,
+                      next: {
+                        ...settlement.next,
+                        ...(outstanding === null ? {} : { abort: outstanding }),
+                        ...(answered === null ? {} : { answered })
+                      }
                     }
-                  }
+              )
             )
-          )
+    }
   }
-})
+}
 
 /** Drive a claimed run until it ends, holds, parks or loses its claim. */
 export const runClaimed = (
@@ -355,7 +374,7 @@ export const runClaimed = (
   current: { readonly nodeId: string; readonly attemptId: string | null }
 ): Effect.Effect<void> =>
   Effect.gen(function* () {
-    const deps = withOutstandingAbort(runnerDeps, run)
+    const deps = withRunnerSettle(runnerDeps, run)
     yield* Effect.forkScoped(renewals(deps, run))
     let next = yield* run.lock.withPermits(1)(prepare(deps, run, steps, current))
     // The first visit continues the one a dead owner left in flight: its deadline is durable.

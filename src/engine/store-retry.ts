@@ -4,14 +4,20 @@
  * - `typedStore`: a store call that throws (a bug, a broken driver) is the typed `StoreFailure`
  *   it stands for, never a defect, so every caller handles it like any other store failure
  *   (a readable reply, a logged renewal failure, a runner that keeps its claim).
- * - `withLockRetries`: the runner's fenced writes, retried while another process holds the
- *   database's write lock past the busy budget. Without this a lock held for a few seconds would
- *   stop the runner with its claim still set, leaving the run `running` until the lease expires.
- *   Only lock failures are retried (a retry cannot fix a lost claim).
- * - `settle` ends or moves the run after an outcome the runner already acted on (a turn it
- *   aborted, a timeout it saw): it is retried on any store failure for up to one lease, so a
- *   fault that heals within the lease still ends the run as decided, with its successor, instead
- *   of leaving it to a takeover that would rerun the step.
+ * - `withLockRetries`: the runner's fenced writes (`startStep`, `openRequest`,
+ *   `clearInterruption`, `submit`, `settle`), retried on `TimingPolicy.storeRetry` while another
+ *   process holds the database's write lock past the busy budget. Only lock failures are retried
+ *   here: a write before an outcome answers any other failure to its caller.
+ * - `settleWhileOwned`: `settle` writes an outcome the runner already acted on (a turn it
+ *   aborted, a timeout it saw, a cancel it applied, a move to the next step). Losing that write
+ *   would lose the decided end: the run would stay `running` until a takeover reruns the step.
+ *   So, beyond its lock retries, it is retried on every `StoreFailure` (a lock, read-only, a
+ *   throw, a hang) on `TimingPolicy.settleRetry`, for as long as the run is still this
+ *   process's: never after an answer that the claim is gone (`ClaimLost`, which no retry can
+ *   fix), not once a renewal found the claim gone or the engine closes (a shut-down or killed
+ *   process ends its retries with it, and the run is taken over; a park at shutdown still gets
+ *   its lock retries), and not past one lease since the first failure (by then a takeover may
+ *   hold the run; a later fenced write would only tell so).
  */
 import { Duration, Effect, Schedule } from "effect"
 import { TimingPolicy } from "../delivery/timing-policy.ts"
@@ -20,10 +26,6 @@ import type { RunStoreService } from "../store/run-store.ts"
 
 /** Retries after the first attempt in the default policy (each attempt already waits the busy budget). */
 export const LOCK_RETRIES = 4
-/** Retries of a run's settle that keeps meeting a lock (about 10 s with the pauses below). */
-export const SETTLE_RETRIES = 12
-/** Longest pause between two attempts of a settle that keeps failing. */
-export const SETTLE_RETRY_CAP_MS = 1_000
 
 /** Retried by `TimingPolicy.storeRetry` (default: exponential from 100 ms, `LOCK_RETRIES` times). */
 const retrying = <A, E extends { readonly _tag: string; readonly message: string }, R>(
@@ -73,19 +75,30 @@ export const typedStore = (store: RunStoreService): RunStoreService => {
   }
 }
 
-export const withLockRetries = (store: RunStoreService, leaseMs: number): RunStoreService => ({
+export const withLockRetries = (store: RunStoreService): RunStoreService => ({
   ...store,
   startStep: (fence, input) => retrying(store.startStep(fence, input)),
   openRequest: (fence, input) => retrying(store.openRequest(fence, input)),
   clearInterruption: (fence) => retrying(store.clearInterruption(fence)),
   submit: (fence, input) => retrying(store.submit(fence, input)),
-  settle: (fence, settlement) =>
-    Effect.retry(store.settle(fence, settlement), {
-      schedule: Schedule.exponential(Duration.millis(100)).pipe(
-        Schedule.either(Schedule.spaced(Duration.millis(SETTLE_RETRY_CAP_MS))),
-        Schedule.upTo(Duration.millis(leaseMs))
-      ),
-      times: SETTLE_RETRIES,
-      while: isLockFailure
-    })
+  settle: (fence, settlement) => retrying(store.settle(fence, settlement))
 })
+
+/**
+ * `settle`, retried on any store failure on `schedule` (the engine's `TimingPolicy.settleRetry`)
+ * while `owned` says the run is still this process's, for at most one lease.
+ */
+export const settleWhileOwned =
+  (
+    settle: RunStoreService["settle"],
+    options: {
+      readonly schedule: Schedule.Schedule<unknown, unknown>
+      readonly leaseMs: number
+      readonly owned: Effect.Effect<boolean>
+    }
+  ): RunStoreService["settle"] =>
+  (fence, settlement) =>
+    Effect.retry(settle(fence, settlement), {
+      schedule: Schedule.upTo(options.schedule, Duration.millis(options.leaseMs)),
+      while: (error) => (error._tag === "StoreFailure" ? options.owned : false)
+    })

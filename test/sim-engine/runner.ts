@@ -84,9 +84,15 @@ const readDb = (filename: string) => {
   }
 }
 
+export interface EngineSimOptions {
+  readonly mutation?: Mutation
+  /** Wall-clock time after which a schedule that has not finished is reported as hung. */
+  readonly hangAfterMs?: number
+}
+
 export const runEngineSchedule = async (
   schedule: Schedule,
-  options: { readonly mutation?: Mutation } = {}
+  options: EngineSimOptions = {}
 ): Promise<EngineSimResult> => {
   const dir = mkdtempSync(join(tmpdir(), "pwt-esim-"))
   const filename = join(dir, "controller.db")
@@ -130,13 +136,16 @@ export const runEngineSchedule = async (
     return { branch, sends, now, rounds, userCancelled: world.userCancelled }
   })
   // A schedule that never finishes is a finding too (a hang on the simulated clock never ends).
+  // Disconnected: a hung schedule is reported at once, its fibers are interrupted in the
+  // background, and the worker goes on with the next seed.
   const exit = await Effect.runPromiseExit(
     program.pipe(
       Effect.withClock(clock),
       Effect.scoped,
       Logger.withMinimumLogLevel(LogLevel.None),
+      Effect.disconnect,
       Effect.timeoutFail({
-        duration: "30 seconds",
+        duration: options.hangAfterMs ?? 30_000,
         onTimeout: () => new Error(`the schedule hung after: ${trace.at(-1) ?? "the start"}`)
       }),
       Effect.withClock(Clock.make())
@@ -277,5 +286,5 @@ export const violationKind = (violation: string): ViolationKind => {
   return "other"
 }
 
-export const runEngineSeed = (seed: number, options: { readonly mutation?: Mutation } = {}) =>
+export const runEngineSeed = (seed: number, options: EngineSimOptions = {}) =>
   runEngineSchedule(generate(seed), options)

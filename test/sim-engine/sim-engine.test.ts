@@ -60,6 +60,26 @@ describe("engine simulation", () => {
     }
   }, 60_000)
 
+  it("every schedule finishes: seed 63, whose run's end retried on a clock nobody moved, and a crashed process's fibers", async () => {
+    // The killed process's scope waited for its runner, which slept between settle retries on
+    // the simulated clock while the schedule waited for that scope: the schedule never returned.
+    const result = await runEngineSeed(63)
+    expect(result.violations).toEqual([])
+    expect(result.trace.at(-1)).toBeDefined()
+  }, 60_000)
+
+  it("a killed process acts on nothing: its runner's timeout does not abort the live session's turn (seed 2455)", async () => {
+    // The killed process's step limit ended at once (its clock no longer waits) and its runner
+    // aborted the turn the other process's session was in; that abort was taken for Escape.
+    const result = await runEngineSeed(2455)
+    expect(result.violations).toEqual([])
+  }, 60_000)
+
+  it("a schedule that cannot finish is reported as a violation within the wall-clock guard", async () => {
+    const result = await runEngineSeed(1, { mutation: "hang", hangAfterMs: 2_000 })
+    expect(result.violations.join("\n")).toMatch(/the schedule hung/)
+  }, 30_000)
+
   it("the checker catches a world that sends every resolving message twice, or drops fallbacks", async () => {
     const caught = { doubleSend: 0, dropFallback: 0 }
     for (const seed of QUICK_SEEDS.slice(0, 30)) {

@@ -6,108 +6,41 @@
  * call a scheduling point. The schedule drives it only through what Pi drives: the `workflow` tool,
  * the `/workflow` command and the session hooks. Nothing here publishes a source event itself.
  *
- * A crash is a SIGKILL: from that instant the process's store calls and sends do nothing (its
- * finalizers cannot write), and the messages Pi had not written yet die with it.
+ * A crash is a SIGKILL: from that instant the process's store calls and sends do nothing, its clock
+ * stops mattering (its sleeps end at once, so whatever its fibers retry ends while its scope closes;
+ * its finalizers cannot write), and the messages Pi had not written yet die with it. The process
+ * itself is `process.ts`; the session as each process sees it, `session-view.ts`.
  */
-import { type Context, Deferred, Effect, Exit, type Fiber, Layer, Option, Scope } from "effect"
-import { layerAppWith, layerStores } from "../../src/app/layers.ts"
-import type * as CrashPoints from "../../src/delivery/crash-points.ts"
-import { afterSettle, classifySettle, onSessionStart, onShutdown } from "../../src/app/session-hooks.ts"
+import { Deferred, Effect, Exit, type Fiber, Layer, Option, Scope } from "effect"
 import { runCommand } from "../../src/app/command-actions.ts"
+import { afterSettle, classifySettle, onSessionStart, onShutdown } from "../../src/app/session-hooks.ts"
 import { runTool } from "../../src/app/tool-actions.ts"
-import { StoreFailure } from "../../src/store/store-errors.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { makeFake } from "../../src/session/pi-session-fake.ts"
-import {
-  type CustomMessage,
-  type DeliveryOptions,
-  PiSession,
-  type PiSessionService
-} from "../../src/session/pi-session.ts"
-import * as StoreFaults from "../../src/testing/store-faults.ts"
 import type { SimClock } from "../sim/sim-clock.ts"
-import type { FaultKind, Proc, Step } from "./schedule.ts"
-import { WORKFLOWS } from "./workflows.ts"
+import {
+  appLayer,
+  type CrashPlan,
+  die,
+  gateOf,
+  type Mutation,
+  type Process,
+  SESSION,
+  type SendLog,
+  type SimServices
+} from "./process.ts"
+import type { Proc, Step } from "./schedule.ts"
+import { makeSessionView } from "./session-view.ts"
 
-export const SESSION = "sim-session"
-export const LEASE_MS = 30_000
-export const RUN_LEASE_MS = 30_000
-export const SYNC_INTERVAL_MS = 10_000
-
-export interface SendLog {
-  readonly proc: Proc
-  readonly step: number
-  readonly customType: string
-  readonly turnIntentId: string | null
-  readonly runId: string | null
-  readonly phase: string
-  readonly userHold: boolean
-  readonly shuttingDown: boolean
-  /** Written to the branch (false: lost in an aborting turn or with its process). */
-  written: boolean
-}
-
-/** Deliberate bugs that the invariants must catch (the checker's self-test). */
-export type Mutation = "doubleSend" | "dropFallback"
-
-/**
- * One process's application graph: `src/app/layers.ts`'s own (`layerAppWith`), over stores
- * whose every call first passes the process's gate (scheduling point, fault, death).
- */
-const appLayer = (options: {
-  readonly filename: string
-  readonly token: string
-  readonly gate: (operation: string) => Effect.Effect<void, StoreFailure>
-  readonly session: PiSessionService
-  readonly crashPoints: CrashPoints.CrashPointsService
-}) =>
-  layerAppWith(
-    StoreFaults.layerGated(options.gate).pipe(
-      Layer.provide(layerStores({ filename: options.filename, busyTimeoutMs: 50 }))
-    ),
-    {
-      workflows: WORKFLOWS,
-      core: {
-        coordinator: { token: options.token, leaseMs: LEASE_MS, syncIntervalMs: SYNC_INTERVAL_MS }
-      },
-      engine: { leaseMs: RUN_LEASE_MS, renewEveryMs: RUN_LEASE_MS / 3 },
-      crashPoints: options.crashPoints
-    }
-  ).pipe(Layer.provideMerge(Layer.succeed(PiSession, options.session)))
-
-type SimServices = Layer.Layer.Success<ReturnType<typeof appLayer>>
-
-interface Process {
-  readonly slot: Proc
-  readonly generation: number
-  readonly scope: Scope.CloseableScope
-  context: Context.Context<SimServices> | null
-  fault: FaultKind | null
-  dead: boolean
-  /** Sends made while this process's `agent_settled` handlers run: Pi writes them afterwards. */
-  deferred: Array<{
-    readonly message: CustomMessage
-    readonly options: DeliveryOptions
-    readonly log: SendLog
-  }>
-  settling: number
-  /** Natural deliveries waiting for this process's settle handlers to return (rule 4). */
-  settleWaiters: Array<Deferred.Deferred<void>>
-}
-
-const BUSY = "SqliteError: database is locked (SQLITE_BUSY)"
-const READONLY = "SqliteError: attempt to write a readonly database (SQLITE_READONLY)"
-
-/**
- * Exact crash moments for scripted crash tests: the process dies (SIGKILL) the first time one of
- * its deliveries reaches `point`, or the first time it calls the store operation `beforeStore`.
- */
-export interface CrashPlan {
-  readonly point?: CrashPoints.CrashPoint
-  readonly beforeStore?: string
-  /** How many calls of `beforeStore` go through first. */
-  readonly skip?: number
-}
+export {
+  type CrashPlan,
+  LEASE_MS,
+  type Mutation,
+  RUN_LEASE_MS,
+  SESSION,
+  type SendLog,
+  SYNC_INTERVAL_MS
+} from "./process.ts"
 
 export const makeWorld = (
   filename: string,
@@ -128,9 +61,7 @@ export const makeWorld = (
           (storeCall && storeCalls > (crashPlan.skip ?? 0)))
       if (due) {
         crashFired = true
-        p.dead = true
-        for (const entry of p.deferred) entry.log.written = false
-        p.deferred = []
+        die(p)
       }
       return due
     }
@@ -148,88 +79,38 @@ export const makeWorld = (
       return Effect.yieldNow()
     })
 
-    const gateOf = (proc: () => Process | null) => (operation: string) =>
-      Effect.suspend((): Effect.Effect<void, StoreFailure> => {
-        clock.touch()
-        const p = proc()
-        if (p === null || p.dead || crashNow(p, { operation }))
-          return Effect.die(new Error("the process was killed"))
-        if (p.fault === "throw") return Effect.die(new Error(`injected throw in ${operation}`))
-        if (p.fault !== null) {
-          return Effect.fail(new StoreFailure({ operation, message: p.fault === "busy" ? BUSY : READONLY }))
-        }
-        return Effect.yieldNow()
-      }).pipe(Effect.zipLeft(point))
-
-    const write = (entry: {
-      readonly message: CustomMessage
-      readonly options: DeliveryOptions
-      readonly log: SendLog
-    }) =>
-      Effect.gen(function* () {
-        const dropped =
-          mutation === "dropFallback" && entry.message.customType === "pi-workflows-deferred-turn"
-        if (!dropped) yield* Effect.ignore(fakeSession.send(entry.message, entry.options))
-        const record = (yield* fake.sent).at(-1)
-        entry.log.written = !dropped && record?.message === entry.message && record.entryId !== null
-      })
-
-    const sessionOf = (self: () => Process | null): PiSessionService => {
-      const deliver = (message: CustomMessage, options: DeliveryOptions) =>
-        Effect.gen(function* () {
-          const p = self()
-          if (p === null || p.dead) return yield* Effect.die(new Error("the process was killed"))
-          const lifecycle = yield* fakeSession.lifecycle
-          const id = message.details.turnIntentId
-          const runId = message.details.runId
-          const log: SendLog = {
-            proc: p.slot,
-            step,
-            customType: message.customType,
-            turnIntentId: typeof id === "string" ? id : null,
-            runId: typeof runId === "string" ? runId : null,
-            phase: yield* fake.phase,
-            userHold: lifecycle.userHold,
-            shuttingDown: lifecycle.shuttingDown,
-            written: false
-          }
-          sends.push(log)
-          if (p.settling > 0) p.deferred.push({ message, options, log })
-          else yield* write({ message, options, log })
-        }).pipe(Effect.zipLeft(point))
-      return {
-        ...fakeSession,
-        settling: Effect.sync(() => (self()?.settling ?? 0) > 0),
-        settleDone: Effect.suspend(() => {
-          const p = self()
-          if (p === null || p.settling === 0) return Effect.void
-          const waiter = Effect.runSync(Deferred.make<void>())
-          p.settleWaiters.push(waiter)
-          return Deferred.await(waiter)
-        }),
-        branch: Effect.zipRight(point, fakeSession.branch),
-        send: (message, options) =>
-          mutation === "doubleSend" && typeof message.details.turnIntentId === "string"
-            ? Effect.zipRight(deliver(message, options), deliver(message, options))
-            : deliver(message, options)
-      }
+    const { write, sessionOf } = makeSessionView({
+      session: fakeSession,
+      fake,
+      mutation,
+      sends,
+      point,
+      step: () => step
+    })
+    const gateHooks = {
+      point,
+      touch: clock.touch,
+      crashHere: (p: Process, operation: string) => (crashNow(p, { operation }) ? killLater(p) : null)
     }
 
     const startProc = (slot: Proc) =>
       Effect.gen(function* () {
         const generation = ++generations[slot]
         const scope = yield* Scope.make()
+        const processClock = clock.forProcess()
         const self = () => (procs[slot]?.generation === generation ? procs[slot] : null)
         const layer = appLayer({
           filename,
           token: `p${slot}.${generation}`,
-          gate: gateOf(self),
+          gate: gateOf(self, gateHooks),
           session: sessionOf(self),
           crashPoints: {
             reached: (point) =>
               Effect.suspend(() => {
                 const p = self()
-                return p !== null && crashNow(p, { point }) ? Effect.die(new Error("killed")) : Effect.void
+                return p !== null && crashNow(p, { point })
+                  ? Effect.zipRight(killLater(p), Effect.die(new Error("killed")))
+                  : Effect.void
               })
           }
         })
@@ -237,6 +118,7 @@ export const makeWorld = (
           slot,
           generation,
           scope,
+          clock: processClock,
           context: null,
           fault: null,
           dead: false,
@@ -245,14 +127,21 @@ export const makeWorld = (
           settleWaiters: []
         }
         procs[slot] = process
-        process.context = yield* Layer.build(layer).pipe(Scope.extend(scope))
+        process.context = yield* Layer.build(layer).pipe(
+          Scope.extend(scope),
+          Effect.withClock(processClock.clock)
+        )
+        // The shape of the old hang: closing the scope waits (uninterruptibly, as a layer release
+        // does) on a clock nobody moves meanwhile.
+        if (mutation === "hang")
+          yield* Scope.addFinalizer(scope, Effect.uninterruptible(Effect.sleep("1 hour")))
         return process
       })
 
     /** Run `program` inside the process (its fibers die with it); wait until it is blocked or done. */
     const within = <A, E>(proc: Process, program: Effect.Effect<A, E, never>) =>
       Effect.gen(function* () {
-        const fiber = yield* Effect.forkIn(program, proc.scope)
+        const fiber = yield* Effect.forkIn(Effect.withClock(program, proc.clock.clock), proc.scope)
         yield* clock.quiesce
         return fiber
       })
@@ -260,7 +149,7 @@ export const makeWorld = (
     const provide = <A, E>(proc: Process, program: Effect.Effect<A, E, SimServices>) =>
       proc.context === null
         ? Effect.die(new Error("the process has not started"))
-        : Effect.provide(program, proc.context)
+        : Effect.provide(program, proc.context).pipe(Effect.withClock(proc.clock.clock))
 
     const live = (): Array<Process> => procs.filter((p): p is Process => p !== null && !p.dead)
 
@@ -269,12 +158,28 @@ export const makeWorld = (
         const proc = procs[slot]
         // A process a crash plan killed is dead already; its slot is freed here.
         if (proc === null) return
-        proc.dead = true
-        for (const entry of proc.deferred) entry.log.written = false
-        proc.deferred = []
+        die(proc)
         procs[slot] = null
         yield* Effect.exit(Scope.close(proc.scope, Exit.void))
       })
+
+    /**
+     * Wait for a fiber Pi awaits, moving the clock in small steps meanwhile (its sleeps are what it
+     * waits on), for at most `limitMs` of simulated time; after that Pi goes on without it.
+     */
+    const awaitAdvancing = (fiber: Fiber.RuntimeFiber<unknown, unknown>, limitMs: number) =>
+      Effect.gen(function* () {
+        yield* clock.quiesce
+        for (let waited = 0; waited < limitMs && fiber.unsafePoll() === null; waited += 250) {
+          yield* clock.advance(250)
+        }
+      })
+
+    /** A crash plan killed `p` from inside one of its own fibers: its scope closes from outside. */
+    const killLater = (p: Process) =>
+      Effect.asVoid(
+        Effect.forkDaemon(Effect.suspend(() => (procs[p.slot] === p ? kill(p.slot) : Effect.void)))
+      )
 
     /** Pi's `agent_settled`, as src/extension/session-app.ts forwards it to every process. */
     const settle = (aborted: boolean) =>
@@ -293,7 +198,8 @@ export const makeWorld = (
               }
             })
           )
-          yield* Effect.ignore(Effect.exit(Effect.timeoutOption(handler, "5 seconds")))
+          // Pi awaits the handler for up to 5 s; time passes meanwhile (a store retry sleeps on it).
+          yield* awaitAdvancing(yield* Effect.forkIn(Effect.exit(handler), proc.scope), 5_000)
         }
         yield* fake.settle({ aborted })
         for (const proc of procsNow) {
@@ -436,10 +342,7 @@ export const makeWorld = (
             for (const p of live()) {
               // Time passes while Pi runs its shutdown handler (store retries wait on the clock);
               // after 5 s the process ends whatever the handler is doing.
-              const handler = yield* Effect.forkIn(Effect.exit(provide(p, onShutdown)), p.scope)
-              for (let waited = 0; waited < 5_000 && handler.unsafePoll() === null; waited += 250) {
-                yield* clock.advance(250)
-              }
+              yield* awaitAdvancing(yield* Effect.forkIn(Effect.exit(provide(p, onShutdown)), p.scope), 5_000)
               yield* kill(p.slot)
             }
             return

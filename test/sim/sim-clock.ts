@@ -5,13 +5,28 @@
  *
  * `activity` counts scheduling-relevant events (sleeps registered, wrapped store and session
  * calls); `quiesce` yields until it stops changing, i.e. until every fiber is blocked.
+ *
+ * `forProcess` gives one simulated process its own view of this clock. Once the process is
+ * killed its time no longer matters to anyone: its pending sleeps wake at once and later ones
+ * return at once, its time running ahead by what it slept. So whatever its fibers still do while
+ * its scope closes (a retry that waits between tries) ends by its own bounds instead of waiting
+ * for a clock nobody moves for a dead process.
  */
-import { Clock, Deferred, Duration, Effect } from "effect"
+import { Clock, Deferred, Duration, Effect, Exit } from "effect"
 
 interface Sleeper {
   readonly at: number
   readonly seq: number
   readonly wake: Deferred.Deferred<void>
+  /** The process that sleeps (null: the schedule itself). */
+  readonly owner: number | null
+}
+
+/** One process's view of the clock (`SimClock.forProcess`). */
+export interface ProcessClock {
+  readonly clock: Clock.Clock
+  /** The process died: wake its sleepers now; from now on its sleeps do not wait. */
+  readonly kill: () => void
 }
 
 export interface SimClock extends Clock.Clock {
@@ -22,6 +37,7 @@ export interface SimClock extends Clock.Clock {
   /** Note progress (wrappers call it around store and session calls). */
   readonly touch: () => void
   readonly now: () => number
+  readonly forProcess: () => ProcessClock
 }
 
 /** A fixed, arbitrary epoch: ISO timestamps in the store stay realistic and reproducible. */
@@ -32,6 +48,7 @@ export const makeSimClock = (start = SIM_EPOCH): SimClock => {
   let seq = 0
   let activity = 0
   let sleepers: Sleeper[] = []
+  let owners = 0
 
   const touch = () => {
     activity++
@@ -50,23 +67,59 @@ export const makeSimClock = (start = SIM_EPOCH): SimClock => {
     }
   })
 
-  const sleep = (duration: Duration.Duration): Effect.Effect<void> =>
-    Effect.suspend(() => {
-      touch()
-      const ms = Duration.toMillis(duration)
-      if (ms <= 0) return Effect.yieldNow()
-      return Effect.flatMap(Deferred.make<void>(), (wake) => {
-        const sleeper: Sleeper = { at: now + ms, seq: seq++, wake }
-        sleepers.push(sleeper)
-        return Deferred.await(wake).pipe(
-          Effect.onInterrupt(() =>
-            Effect.sync(() => {
-              sleepers = sleepers.filter((s) => s !== sleeper)
-            })
+  const sleepAs =
+    (owner: number | null) =>
+    (duration: Duration.Duration): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        touch()
+        const ms = Duration.toMillis(duration)
+        if (ms <= 0) return Effect.yieldNow()
+        return Effect.flatMap(Deferred.make<void>(), (wake) => {
+          const sleeper: Sleeper = { at: now + ms, seq: seq++, wake, owner }
+          sleepers.push(sleeper)
+          return Deferred.await(wake).pipe(
+            Effect.onInterrupt(() =>
+              Effect.sync(() => {
+                sleepers = sleepers.filter((s) => s !== sleeper)
+              })
+            )
           )
-        )
+        })
       })
-    })
+  const sleep = sleepAs(null)
+
+  const forProcess = (): ProcessClock => {
+    const owner = owners++
+    let dead = false
+    /** How far a dead process's time ran ahead of the shared time. */
+    let ahead = 0
+    const current = () => now + ahead
+    const shared = sleepAs(owner)
+    return {
+      clock: {
+        [Clock.ClockTypeId]: Clock.ClockTypeId,
+        unsafeCurrentTimeMillis: current,
+        currentTimeMillis: Effect.sync(current),
+        unsafeCurrentTimeNanos: () => BigInt(current()) * 1_000_000n,
+        currentTimeNanos: Effect.sync(() => BigInt(current()) * 1_000_000n),
+        sleep: (duration) =>
+          Effect.suspend(() => {
+            if (!dead) return shared(duration)
+            ahead += Math.max(0, Duration.toMillis(duration))
+            return Effect.yieldNow()
+          })
+      },
+      kill: () => {
+        dead = true
+        const own = sleepers.filter((s) => s.owner === owner)
+        sleepers = sleepers.filter((s) => s.owner !== owner)
+        for (const s of own) {
+          ahead = Math.max(ahead, s.at - now)
+          Deferred.unsafeDone(s.wake, Exit.void)
+        }
+      }
+    }
+  }
 
   const advance = (ms: number): Effect.Effect<void> =>
     Effect.gen(function* () {
@@ -94,6 +147,7 @@ export const makeSimClock = (start = SIM_EPOCH): SimClock => {
     advance,
     quiesce,
     touch,
-    now: () => now
+    now: () => now,
+    forProcess
   }
 }

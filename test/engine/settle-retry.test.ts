@@ -1,0 +1,101 @@
+/**
+ * The runner's retry of a settle that failed (`settleWhileOwned`, `src/engine/store-retry.ts`):
+ * it follows `TimingPolicy.settleRetry`, and it ends when the run stops being this process's.
+ * The whole application graph over a real SQLite file; only the run store's `settle` fails
+ * (read-only), so the abort, the intent and the renewals work as usual.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Fiber, Layer, Logger, LogLevel, Option, Schedule } from "effect"
+import { runTool } from "../../src/app/tool-actions.ts"
+import { DEFAULT_TIMING_POLICY, TimingPolicy } from "../../src/delivery/timing-policy.ts"
+import { Engine } from "../../src/engine/engine.ts"
+import { RunStore } from "../../src/store/run-store.ts"
+import { RunStoreFaults } from "../../src/testing/store-faults.ts"
+import { layerFake, PiSessionFake } from "../../src/testing.ts"
+import { eventually, STEP } from "../app/support.ts"
+import { layerAppUnderFaults } from "../faults/app-under-faults.ts"
+import { tempDbPath } from "../support/temp-db.ts"
+
+const patient = {
+  name: "patient",
+  startAt: "ask",
+  nodes: { ask: { type: "agent", prompt: "answer", timeoutMs: 600_000 } },
+  edges: []
+}
+
+const build = (filename: string, policy: Partial<typeof DEFAULT_TIMING_POLICY> = {}) =>
+  Layer.build(
+    layerAppUnderFaults({
+      location: filename,
+      busyTimeoutMs: 100,
+      workflows: [patient],
+      engine: { leaseMs: 60_000, renewEveryMs: 20_000 },
+      core: { coordinator: { syncIntervalMs: null } }
+    }).pipe(
+      Layer.provideMerge(layerFake({ sessionId: "s1" })),
+      Layer.provide(Layer.succeed(TimingPolicy, { ...DEFAULT_TIMING_POLICY, ...policy }))
+    )
+  )
+type App = Effect.Effect.Success<ReturnType<typeof build>>
+
+/** A run at its step prompt whose end will fail read-only; the agent cancels it. */
+const cancelUnderFault = (app: App, times?: number) =>
+  Effect.gen(function* () {
+    const engine = Context.get(app, Engine)
+    const fake = Context.get(app, PiSessionFake)
+    const run = yield* engine.start({ workflow: "patient", input: {}, sessionId: "s1", origin: "tool" })
+    yield* engine.activate("s1")
+    yield* eventually(fake.branch, (b) => b.some((m) => m.customType === STEP))
+    yield* Context.get(app, RunStoreFaults).inject(
+      "settle",
+      { _tag: "ReadOnly" },
+      times === undefined ? {} : { times }
+    )
+    const reply = yield* Effect.fork(runTool({ _tag: "cancel", runId: run.runId }).pipe(Effect.provide(app)))
+    yield* eventually(fake.aborts, (n) => n === 1)
+    return { runId: run.runId, reply }
+  })
+
+const stateOf = (app: App, runId: string) =>
+  Effect.map(
+    Context.get(app, RunStore).get(runId),
+    Option.match({ onNone: () => null, onSome: (r) => r.state })
+  )
+
+describe("the runner's settle retry", () => {
+  it.live("a run's end that failed read-only once is retried: the run ends cancelled as decided", () =>
+    Effect.gen(function* () {
+      const app = yield* build(yield* tempDbPath)
+      const { runId, reply } = yield* cancelUnderFault(app, 1)
+      expect((yield* Fiber.join(reply)).isError).toBe(false)
+      expect(yield* stateOf(app, runId)).toBe("cancelled")
+    }).pipe(Effect.scoped, Logger.withMinimumLogLevel(LogLevel.None))
+  )
+
+  it.live("it follows TimingPolicy.settleRetry: two retries, then the run is left to a takeover", () =>
+    Effect.gen(function* () {
+      const app = yield* build(yield* tempDbPath, {
+        settleRetry: Schedule.intersect(Schedule.spaced("10 millis"), Schedule.recurs(2))
+      })
+      const { runId, reply } = yield* cancelUnderFault(app)
+      // The reply comes once the runner has stopped.
+      yield* Fiber.await(reply)
+      expect((yield* Context.get(app, RunStoreFaults).calls).settle).toBe(3)
+      expect(yield* stateOf(app, runId)).toBe("running")
+    }).pipe(Effect.scoped, Logger.withMinimumLogLevel(LogLevel.None))
+  )
+
+  it.live("shutting the engine down ends a retry that keeps failing, instead of waiting out the lease", () =>
+    Effect.gen(function* () {
+      const app = yield* build(yield* tempDbPath)
+      const { runId } = yield* cancelUnderFault(app)
+      yield* Effect.sleep("300 millis") // a few failed tries
+      // Without the stop, shutdown waits for the runner, which retries for one lease (60 s).
+      const done = yield* Context.get(app, Engine).shutdown.pipe(Effect.timeout("5 seconds"), Effect.either)
+      expect(done._tag).toBe("Right")
+      yield* Context.get(app, RunStoreFaults).clear()
+      // The claim stays: the next owner takes the run over and reruns the step.
+      expect(yield* stateOf(app, runId)).toBe("running")
+    }).pipe(Effect.scoped, Logger.withMinimumLogLevel(LogLevel.None))
+  )
+})
