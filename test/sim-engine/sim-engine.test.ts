@@ -75,6 +75,14 @@ describe("engine simulation", () => {
     expect(result.violations).toEqual([])
   }, 60_000)
 
+  it("a runner past its lease does not land its end and go on (seed 4765)", async () => {
+    // A settle retried past the runner's lease landed after the store healed; the runner went on
+    // to its next step while the other process took the run over, whose abort (claim loss) the
+    // other process took for Escape: the cancelled run's fallback was held back.
+    const result = await runEngineSeed(4765)
+    expect(result.violations).toEqual([])
+  }, 60_000)
+
   it("a schedule that cannot finish is reported as a violation within the wall-clock guard", async () => {
     const result = await runEngineSeed(1, { mutation: "hang", hangAfterMs: 2_000 })
     expect(result.violations.join("\n")).toMatch(/the schedule hung/)
