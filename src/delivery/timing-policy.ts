@@ -20,7 +20,7 @@ export interface TimingPolicyService {
    * How the runner retries writing an outcome it already acted on (a run's end after an abort or
    * a timeout, a move to the next step, a park) while the store fails in any way (default:
    * exponential from 100 ms, at most 1 s apart). The engine ends the retry when the run stops
-   * being this process's: a lost claim, one lease without a successful write, or the engine closing.
+   * being this process's: a lost claim, the runner's lease running out, or the engine closing.
    */
   readonly settleRetry: Schedule.Schedule<unknown, unknown>
   /** Spacing of the coordinator's periodic fallback pass (default 10 s); null: no periodic pass. */

@@ -59,6 +59,11 @@ export interface RunMemory {
   readonly claimLostReported: boolean
   /** A renewal found the claim gone: no write of this runner can land any more. */
   readonly claimGone: boolean
+  /**
+   * Until when (epoch ms) this runner's lease surely holds: the claim's expiry, then the start
+   * of each successful renewal plus the lease. Past it another process may take the run over.
+   */
+  readonly leaseUntil: number
 }
 
 export interface ActiveRun {
@@ -138,6 +143,7 @@ export const memoryOf = (record: RunRecord, steps: ReadonlyArray<StepRecord>): R
     history,
     finished,
     claimLostReported: false,
-    claimGone: false
+    claimGone: false,
+    leaseUntil: record.claimExpiresAt ?? 0
   }
 }

@@ -4,7 +4,7 @@
  * source events the successor-turn core needs. Transitions take the run's lock, so a
  * submission and a timeout or stop can never both win.
  */
-import { Deferred, Effect, Option, Ref, Schedule } from "effect"
+import { Clock, Deferred, Effect, Option, Ref, Schedule } from "effect"
 import type { StoreFailure } from "../store/store-errors.ts"
 import type { ClaimLost } from "../store/run-errors.ts"
 import type { RunError, StepOutcome, StepRecord, StepUpdate } from "../store/run-store.ts"
@@ -299,7 +299,17 @@ const prepare = (
   })
 
 const renewals = (deps: RunnerDeps, run: ActiveRun) =>
-  deps.store.renew(run.fence, deps.settings.leaseMs).pipe(
+  Clock.currentTimeMillis.pipe(
+    Effect.flatMap((before) =>
+      deps.store.renew(run.fence, deps.settings.leaseMs).pipe(
+        Effect.tap(() =>
+          Ref.update(run.memory, (m) => ({
+            ...m,
+            leaseUntil: Math.max(m.leaseUntil, before + deps.settings.leaseMs)
+          }))
+        )
+      )
+    ),
     Effect.flatMap((flags) =>
       flags.cancelRequested === null
         ? Effect.void
@@ -330,10 +340,9 @@ const renewals = (deps: RunnerDeps, run: ActiveRun) =>
  * store fault that heals keeps the outcome the runner acted on.
  */
 const withRunnerSettle = (deps: RunnerDeps, run: ActiveRun): RunnerDeps => {
-  const owned = Effect.zipWith(
-    deps.closing,
-    Ref.get(run.memory),
-    (closing, memory) => !closing && !memory.claimGone
+  // Past its lease another process may already run the run: a late end must not land then.
+  const owned = Effect.all([deps.closing, Ref.get(run.memory), Clock.currentTimeMillis]).pipe(
+    Effect.map(([closing, memory, now]) => !closing && !memory.claimGone && now < memory.leaseUntil)
   )
   const settle = settleWhileOwned(deps.store.settle, {
     schedule: deps.settleRetry,

@@ -16,8 +16,10 @@
  *   process's: never after an answer that the claim is gone (`ClaimLost`, which no retry can
  *   fix), not once a renewal found the claim gone or the engine closes (a shut-down or killed
  *   process ends its retries with it, and the run is taken over; a park at shutdown still gets
- *   its lock retries), and not past one lease since the first failure (by then a takeover may
- *   hold the run; a later fenced write would only tell so).
+ *   its lock retries), and not past this runner's lease (the claim's expiry, then each
+ *   successful renewal's start plus the lease): from then on another process may run the run,
+ *   and an end landing late would let this runner go on beside it. One lease since the first
+ *   failure caps it as well.
  */
 import { Duration, Effect, Schedule } from "effect"
 import { TimingPolicy } from "../delivery/timing-policy.ts"

@@ -5,7 +5,7 @@
  * (read-only), so the abort, the intent and the renewals work as usual.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Fiber, Layer, Logger, LogLevel, Option, Schedule } from "effect"
+import { Context, type Duration, Effect, Fiber, Layer, Logger, LogLevel, Option, Schedule } from "effect"
 import { runTool } from "../../src/app/tool-actions.ts"
 import { DEFAULT_TIMING_POLICY, TimingPolicy } from "../../src/delivery/timing-policy.ts"
 import { Engine } from "../../src/engine/engine.ts"
@@ -23,13 +23,17 @@ const patient = {
   edges: []
 }
 
-const build = (filename: string, policy: Partial<typeof DEFAULT_TIMING_POLICY> = {}) =>
+const build = (
+  filename: string,
+  policy: Partial<typeof DEFAULT_TIMING_POLICY> = {},
+  engine = { leaseMs: 60_000, renewEveryMs: 20_000 }
+) =>
   Layer.build(
     layerAppUnderFaults({
       location: filename,
       busyTimeoutMs: 100,
       workflows: [patient],
-      engine: { leaseMs: 60_000, renewEveryMs: 20_000 },
+      engine,
       core: { coordinator: { syncIntervalMs: null } }
     }).pipe(
       Layer.provideMerge(layerFake({ sessionId: "s1" })),
@@ -38,14 +42,15 @@ const build = (filename: string, policy: Partial<typeof DEFAULT_TIMING_POLICY> =
   )
 type App = Effect.Effect.Success<ReturnType<typeof build>>
 
-/** A run at its step prompt whose end will fail read-only; the agent cancels it. */
-const cancelUnderFault = (app: App, times?: number) =>
+/** A run at its step prompt whose end will fail read-only; the agent cancels it (after `delay`). */
+const cancelUnderFault = (app: App, times?: number, delay: Duration.DurationInput = 0) =>
   Effect.gen(function* () {
     const engine = Context.get(app, Engine)
     const fake = Context.get(app, PiSessionFake)
     const run = yield* engine.start({ workflow: "patient", input: {}, sessionId: "s1", origin: "tool" })
     yield* engine.activate("s1")
     yield* eventually(fake.branch, (b) => b.some((m) => m.customType === STEP))
+    yield* Effect.sleep(delay)
     yield* Context.get(app, RunStoreFaults).inject(
       "settle",
       { _tag: "ReadOnly" },
@@ -83,6 +88,22 @@ describe("the runner's settle retry", () => {
       expect((yield* Context.get(app, RunStoreFaults).calls).settle).toBe(3)
       expect(yield* stateOf(app, runId)).toBe("running")
     }).pipe(Effect.scoped, Logger.withMinimumLogLevel(LogLevel.None))
+  )
+
+  it.live(
+    "a runner past its lease stops retrying: its end cannot land after another process may own the run",
+    () =>
+      Effect.gen(function* () {
+        // No renewal after the first: the lease taken at activation is the runner's whole claim.
+        const app = yield* build(yield* tempDbPath, {}, { leaseMs: 2_000, renewEveryMs: 600_000 })
+        // The end starts failing late in the lease; the store heals after the lease ran out but
+        // within one lease of the first failure, when a retry bounded only by that still runs.
+        const { reply } = yield* cancelUnderFault(app, undefined, "1500 millis")
+        yield* Effect.sleep("1500 millis")
+        // The runner has given up (the cancel's reply comes once it stopped) before the heal.
+        expect(Option.isSome(yield* Fiber.poll(reply))).toBe(true)
+        yield* Context.get(app, RunStoreFaults).clear()
+      }).pipe(Effect.scoped, Logger.withMinimumLogLevel(LogLevel.None))
   )
 
   it.live("shutting the engine down ends a retry that keeps failing, instead of waiting out the lease", () =>
