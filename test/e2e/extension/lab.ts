@@ -20,7 +20,9 @@ import {
   type ScriptStep,
   startMockOpenAI
 } from "../harness/mock-openai.ts"
-import { createPiSandbox, type PiRpc, type PiSandbox, type RpcRecord, startPi } from "../harness/pi-rpc.ts"
+import { type PiRpc, startPi } from "../harness/pi-rpc.ts"
+import { createPiSandbox, type PiSandbox } from "../harness/pi-sandbox.ts"
+import type { RpcRecord } from "../harness/rpc-records.ts"
 import { customContentText, customMessages } from "../harness/session-file.ts"
 import { peekRows, peekTables, peekTurnIntents, type Row } from "../harness/sqlite-peek.ts"
 

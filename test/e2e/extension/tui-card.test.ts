@@ -11,7 +11,7 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { startMockOpenAI } from "../harness/mock-openai.ts"
-import { createPiSandbox, piCliPath } from "../harness/pi-rpc.ts"
+import { createPiSandbox, piCliPath } from "../harness/pi-sandbox.ts"
 import { extensionEntry } from "./lab.ts"
 import { NIGHTLY_REPORT } from "./workflow-sources.ts"
 
