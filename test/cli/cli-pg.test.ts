@@ -21,7 +21,7 @@ import { RunStore } from "../../src/store/run-store.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { freshPgUrl, pgQuery } from "../support/backend.ts"
 import { sampleIntent } from "../support/fixtures.ts"
-import { expectOneLine, newRun, runCli } from "./cli-support.ts"
+import { expectOneLine, newRun, resolvedIntent, runCli } from "./cli-support.ts"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
 
@@ -47,22 +47,10 @@ const seed = (at: string) =>
           step: { _tag: "Outcome", outcome: "ok", output: { greeting: "hi" }, timeoutMs: null },
           next: { _tag: "End", state: "completed", result: { greeting: "hi" } }
         })
-        const done = yield* intents.ensure(
+        yield* resolvedIntent(
+          intents,
           sampleIntent({ runId: "run-done", targetSessionId: "session-a", sourceEventId: "ev-1" })
         )
-        yield* intents.makeEligible({ intentId: done.intentId })
-        yield* intents.claimEligibleForSession({
-          targetSessionId: "session-a",
-          limit: 1,
-          token: "d1",
-          leaseMs: 60_000
-        })
-        yield* intents.resolve({
-          intentId: done.intentId,
-          token: "d1",
-          resolution: "fallback",
-          messageId: "m-1"
-        })
         yield* runs.reserve(newRun("run-live", "session-b"))
         yield* runs.claim({ runId: "run-live", token: "t2", leaseMs: 3_600_000, mode: "activate" })
       })

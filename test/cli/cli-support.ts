@@ -1,11 +1,13 @@
 /**
  * What the CLI tests on both backends share: running the built bin in a child process (no
  * inherited environment beyond PATH, HOME in the test's temp dir), the one-line error shape, and
- * a run to seed.
+ * the rows they seed.
  */
 import { execFile } from "node:child_process"
 import { expect } from "vitest"
+import { Effect } from "effect"
 import type { NewRun } from "../../src/store/run-store.ts"
+import type { TurnIntentStoreService } from "../../src/store/turn-intent-store.ts"
 
 export interface Result {
   readonly code: number
@@ -51,3 +53,26 @@ export const newRun = (runId: string, sessionId: string): NewRun => ({
   startAt: "hello",
   maxSteps: 10
 })
+
+/** An intent's whole life: stored, made eligible, claimed by a pass, resolved by its fallback message. */
+export const resolvedIntent = (
+  intents: TurnIntentStoreService,
+  input: Parameters<TurnIntentStoreService["ensure"]>[0]
+) =>
+  Effect.gen(function* () {
+    const intent = yield* intents.ensure(input)
+    yield* intents.makeEligible({ intentId: intent.intentId })
+    yield* intents.claimEligibleForSession({
+      targetSessionId: input.targetSessionId,
+      limit: 1,
+      token: "d1",
+      leaseMs: 60_000
+    })
+    yield* intents.resolve({
+      intentId: intent.intentId,
+      token: "d1",
+      resolution: "fallback",
+      messageId: "m-1"
+    })
+    return intent.intentId
+  })

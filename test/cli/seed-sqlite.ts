@@ -5,7 +5,7 @@ import { RunStore } from "../../src/store/run-store.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { LaunchStore } from "../../src/terminal/launch-store.ts"
 import { sampleFacts, sampleIntent } from "../support/fixtures.ts"
-import { newRun } from "./cli-support.ts"
+import { newRun, resolvedIntent } from "./cli-support.ts"
 
 export const withStores = <A, E>(
   filename: string,
@@ -77,17 +77,10 @@ export const seedHealthy = Effect.gen(function* () {
     step: { _tag: "Outcome", outcome: "ok", output: { greeting: "hi" }, timeoutMs: null },
     next: { _tag: "End", state: "completed", result: { greeting: "hi" } }
   })
-  const done = yield* intents.ensure(
+  const done = yield* resolvedIntent(
+    intents,
     sampleIntent({ runId: "run-done", targetSessionId: "session-a", sourceEventId: "ev-1", nodeId: "hello" })
   )
-  yield* intents.makeEligible({ intentId: done.intentId })
-  yield* intents.claimEligibleForSession({
-    targetSessionId: "session-a",
-    limit: 1,
-    token: "d1",
-    leaseMs: 60_000
-  })
-  yield* intents.resolve({ intentId: done.intentId, token: "d1", resolution: "fallback", messageId: "m-1" })
   yield* runs.reserve(newRun("run-live", "session-b"))
   yield* runs.claim({ runId: "run-live", token: "t2", leaseMs: 600_000, mode: "activate" })
   yield* intents.ensure(
@@ -99,7 +92,7 @@ export const seedHealthy = Effect.gen(function* () {
       facts: sampleFacts({ runId: "run-live" })
     })
   )
-  return done.intentId
+  return done
 })
 
 /**
