@@ -1,3 +1,7 @@
+/**
+ * The operator CLI as users run it: the built bin (`node dist/cli.js`, what package.json `bin`
+ * names) in a child process, against databases written by the real stores.
+ */
 import { createHash } from "node:crypto"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
