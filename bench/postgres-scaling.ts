@@ -1,22 +1,22 @@
 /**
  * The PostgreSQL claims with 10² vs 10⁵ resolved intents of history, raw client against the
- * layer, as bench/scaling.ts does on SQLite.
+ * layer, over the workload bench/scaling.ts times on SQLite (scaling-workload.ts).
  */
-import { createHash } from "node:crypto"
 import { Effect } from "effect"
 import type pg from "pg"
-import type { TurnIntentStoreService } from "../src/store/turn-intent-store.ts"
-import { factsFor, LEASE_MS, nowUs } from "./fixtures.ts"
+import { factsFor, nowUs } from "./fixtures.ts"
 import { connect, iso, type Plan, RawPg, withPgStore } from "./postgres-sides.ts"
+import {
+  checkCount,
+  idFor,
+  layerCall,
+  OTHER_PENDING,
+  SCALE_OPS,
+  type ScaleOp,
+  TARGETS,
+  token
+} from "./scaling-workload.ts"
 import { combineRounds, type Summary, summarize } from "./stats.ts"
-
-export const TARGETS = 100
-export const OTHER_PENDING = 1_000
-export type ScaleOp = "syncPass" | "claimEligibleForSession" | "claimForRun"
-export const SCALE_OPS: ReadonlyArray<ScaleOp> = ["syncPass", "claimEligibleForSession", "claimForRun"]
-const EXPECTED: Record<ScaleOp, number> = { syncPass: 0, claimEligibleForSession: 1, claimForRun: 1 }
-const scaleToken = (k: number) => `scaling-token-${k}`
-const idFor = (tag: string) => `deferred-turn:${createHash("sha256").update(tag).digest("hex")}`
 
 /** As bench/scaling.ts: history over the very sessions and runs being claimed, plus other pending. */
 export const populate = async (client: pg.Client, history: number) => {
@@ -86,36 +86,10 @@ export const populate = async (client: pg.Client, history: number) => {
   await client.query("ANALYZE workflow_turn_intents")
 }
 
-const scaleLayerCall = (store: TurnIntentStoreService, op: ScaleOp, k: number) => {
-  switch (op) {
-    case "syncPass":
-    case "claimEligibleForSession":
-      return Effect.map(
-        store.claimEligibleForSession({
-          targetSessionId: `${op === "syncPass" ? "idle" : "eligible"}-session-${k}`,
-          token: scaleToken(k),
-          leaseMs: LEASE_MS,
-          limit: 10
-        }),
-        (rows) => rows.length
-      )
-    case "claimForRun":
-      return Effect.map(
-        store.claimForRun({
-          runId: `claim-run-${k}`,
-          targetSessionId: `claim-session-${k}`,
-          token: scaleToken(k),
-          leaseMs: LEASE_MS
-        }),
-        (claimed) => (claimed._tag === "Some" ? 1 : 0)
-      )
-  }
-}
-
 const scaleRawCall = (raw: RawPg, op: ScaleOp, k: number) =>
   op === "claimForRun"
-    ? raw.claimForRun(`claim-run-${k}`, `claim-session-${k}`, scaleToken(k))
-    : raw.claimEligibleForSession(`${op === "syncPass" ? "idle" : "eligible"}-session-${k}`, scaleToken(k))
+    ? raw.claimForRun(`claim-run-${k}`, `claim-session-${k}`, token(k))
+    : raw.claimEligibleForSession(`${op === "syncPass" ? "idle" : "eligible"}-session-${k}`, token(k))
 
 export type Side = "raw" | "layer"
 
@@ -127,23 +101,20 @@ export const measureScale = async (url: string, plan: Plan, rounds: number) => {
     claimEligibleForSession: { raw: [], layer: [] },
     claimForRun: { raw: [], layer: [] }
   }
-  const check = (op: ScaleOp, count: number) => {
-    if (count !== EXPECTED[op]) throw new Error(`scaling ${op}: expected ${EXPECTED[op]} rows, got ${count}`)
-  }
   try {
     await withPgStore(url, (store) =>
       Effect.gen(function* () {
         const time = (side: Side, op: ScaleOp) =>
           Effect.gen(function* () {
             const call = (k: number) =>
-              side === "raw" ? Effect.promise(() => scaleRawCall(raw, op, k)) : scaleLayerCall(store, op, k)
-            for (let i = 0; i < plan.warmup; i++) check(op, yield* call(i % TARGETS))
+              side === "raw" ? Effect.promise(() => scaleRawCall(raw, op, k)) : layerCall(store, op, k)
+            for (let i = 0; i < plan.warmup; i++) checkCount(op, yield* call(i % TARGETS))
             const out = new Float64Array(plan.ops)
             for (let i = 0; i < plan.ops; i++) {
               const start = nowUs()
               const count = yield* call(i % TARGETS)
               out[i] = nowUs() - start
-              check(op, count)
+              checkCount(op, count)
             }
             samples[op][side].push(summarize(out))
           })

@@ -9,7 +9,8 @@ import { Effect } from "effect"
 import type pg from "pg"
 import { type Cluster, databaseUrl, startCluster, stopCluster } from "../test/support/pg-cluster.ts"
 import { nowUs, type Workload, workload } from "./fixtures.ts"
-import { measureScale, OTHER_PENDING, populate, SCALE_OPS, type Side } from "./postgres-scaling.ts"
+import { measureScale, populate, type Side } from "./postgres-scaling.ts"
+import { GROWTH_LIMIT, OTHER_PENDING, SCALE_OPS } from "./scaling-workload.ts"
 import { connect, type Plan, RawPg, schemaUrl, withPgStore } from "./postgres-sides.ts"
 import { type BenchSection, type Check, mark } from "./section.ts"
 import type { OpName } from "./sql.ts"
@@ -19,7 +20,6 @@ import { combineRounds, ratio, type Summary, summarize, table, us } from "./stat
 
 type RoundResult = Record<OpName, Summary>
 
-const GROWTH_LIMIT = 1.5
 const GOAL_RATIO = 1.5
 
 const expectOne = (op: OpName, count: number) => {
