@@ -54,14 +54,19 @@ export const piCommand = (options: PiRpcOptions): PiCommand => {
     ...(options.sessionFile === undefined ? [] : ["--session", options.sessionFile]),
     ...(options.extraArgs ?? [])
   ]
-  const env = {
-    PATH: process.env.PATH ?? "",
-    PI_CODING_AGENT_DIR: sandbox.agentDir,
-    PI_OFFLINE: "1",
-    PI_SKIP_VERSION_CHECK: "1",
-    PI_TELEMETRY: "0",
-    HOME: sandbox.homeDir,
-    ...options.env
-  }
-  return { args, cwd: sandbox.workDir, env }
+  return { args, cwd: sandbox.workDir, env: sandboxEnv(sandbox, options.env) }
 }
+
+/** Pi's whole environment in the sandbox: nothing inherited but PATH, plus `extra`. */
+export const sandboxEnv = (
+  sandbox: PiSandbox,
+  extra: Readonly<Record<string, string>> = {}
+): Readonly<Record<string, string>> => ({
+  PATH: process.env.PATH ?? "",
+  PI_CODING_AGENT_DIR: sandbox.agentDir,
+  PI_OFFLINE: "1",
+  PI_SKIP_VERSION_CHECK: "1",
+  PI_TELEMETRY: "0",
+  HOME: sandbox.homeDir,
+  ...extra
+})
