@@ -7,7 +7,7 @@ import { afterSettle, classifySettle } from "../src/app/session-hooks.ts"
 import { runTool } from "../src/app/tool-actions.ts"
 import { PiSessionFake } from "../src/session/pi-session-fake.ts"
 import { holdWriteLockInProcess } from "../src/testing/store-faults.ts"
-import { type AbortSamples, durableProbe } from "./abort-durability.ts"
+import { type AbortSamples, watchAborts } from "./abort-durability.ts"
 import { nowUs } from "./fixtures.ts"
 import { summarize } from "./stats.ts"
 
@@ -35,17 +35,7 @@ const until = <A, E, R>(effect: Effect.Effect<A, E, R>, check: (a: A) => boolean
 export const toolCallToAbort = (filename: string, runs: number) =>
   Effect.gen(function* () {
     const fake = yield* PiSessionFake
-    const probe = durableProbe(filename)
-    yield* Effect.addFinalizer(() => Effect.sync(() => probe.close()))
-    let runId = ""
-    let abortedAt = 0
-    let durable = false
-    yield* fake.onAbort(
-      Effect.sync(() => {
-        abortedAt = nowUs()
-        durable = probe.stored(runId)
-      })
-    )
+    const watch = yield* watchAborts(filename, true)
     const sent = (type: string) =>
       Effect.map(fake.sent, (s) => s.filter((r) => r.message.customType === type).length)
     const samples: Array<number> = []
@@ -58,16 +48,16 @@ export const toolCallToAbort = (filename: string, runs: number) =>
       )
       const id = started.details.runId
       if (typeof id !== "string") return yield* Effect.dieMessage(`start failed: ${started.text}`)
-      runId = id
+      watch.runId = id
       // The queued run starts after the turn that started it settles; its step opens a turn.
       yield* afterSettle(false)
       yield* until(sent(STEP), (n) => n === i + 1, "the step message")
-      abortedAt = 0
+      watch.abortedAt = 0
       const start = nowUs()
       const reply = yield* runTool({ _tag: "cancel" })
-      if (abortedAt === 0) return yield* Effect.dieMessage(`cancel did not abort: ${reply.text}`)
-      samples.push(abortedAt - start)
-      if (!durable) notDurable++
+      if (watch.abortedAt === 0) return yield* Effect.dieMessage(`cancel did not abort: ${reply.text}`)
+      samples.push(watch.abortedAt - start)
+      if (!watch.durable) notDurable++
       // Pi's agent_settled for the aborted turn, then the fallback turn and its settle.
       const held = yield* classifySettle(true)
       yield* fake.settle({ aborted: true })

@@ -26,7 +26,7 @@ import { SourceEvents } from "../src/interruption/source-events.ts"
 import { layerFake, PiSessionFake } from "../src/session/pi-session-fake.ts"
 import { TurnIntentStore } from "../src/store/turn-intent-store.ts"
 import { layerSqlite } from "../src/store/turn-intent-store-sqlite.ts"
-import { type AbortSamples, durableProbe } from "./abort-durability.ts"
+import { type AbortSamples, watchAborts } from "./abort-durability.ts"
 import { cancelMe, toolCallToAbort, toolCallUnderForeignLock } from "./abort-tool-call.ts"
 import { nowUs } from "./fixtures.ts"
 import { type BenchSection, type Check, mark } from "./section.ts"
@@ -51,29 +51,19 @@ const publishToAbort = (filename: string, runs: number, durableCheck: boolean) =
     const fake = yield* PiSessionFake
     const events = yield* SourceEvents
     const coordinator = yield* Coordinator
-    const probe = durableProbe(filename)
-    yield* Effect.addFinalizer(() => Effect.sync(() => probe.close()))
-    let runId = ""
-    let abortedAt = 0
-    let durable = false
-    yield* fake.onAbort(
-      Effect.sync(() => {
-        abortedAt = nowUs()
-        if (durableCheck) durable = probe.stored(runId)
-      })
-    )
+    const watch = yield* watchAborts(filename, durableCheck)
     const samples: Array<number> = []
     let notDurable = 0
     for (let i = 0; i < runs; i++) {
       yield* fake.startTurn
       const event = interruption(i)
-      runId = event.run.runId
-      abortedAt = 0
+      watch.runId = event.run.runId
+      watch.abortedAt = 0
       const start = nowUs()
       yield* events.publish(event)
-      if (abortedAt === 0) return yield* Effect.dieMessage("publish did not abort")
-      samples.push(abortedAt - start)
-      if (durableCheck && !durable) notDurable++
+      if (watch.abortedAt === 0) return yield* Effect.dieMessage("publish did not abort")
+      samples.push(watch.abortedAt - start)
+      if (durableCheck && !watch.durable) notDurable++
       yield* fake.settle({ aborted: true })
       yield* coordinator.onSettled
     }
