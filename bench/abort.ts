@@ -11,14 +11,13 @@
  *    where better-sqlite3's synchronous busy wait blocks the event loop and no timer can fire.
  *
  * "Durable" is checked at the moment of the abort from a separate read-only connection, which
- * sees only committed rows.
+ * sees only committed rows (abort-durability.ts); the whole-app measurements are in
+ * abort-tool-call.ts.
  */
 import { join } from "node:path"
 import Sqlite from "better-sqlite3"
-import { Context, Duration, Effect, Exit, Fiber, Layer, Logger, LogLevel, Scope } from "effect"
+import { Context, Duration, Effect, Layer, Logger, LogLevel } from "effect"
 import { layerApp } from "../src/app/layers.ts"
-import { afterSettle, classifySettle } from "../src/app/session-hooks.ts"
-import { runTool } from "../src/app/tool-actions.ts"
 import { Coordinator } from "../src/delivery/coordinator.ts"
 import { layerCore } from "../src/delivery/core-layer.ts"
 import type { SourceEvent } from "../src/domain/source-event.ts"
@@ -26,151 +25,12 @@ import { DEFAULT_PERSIST_TIMEOUT_MS } from "../src/interruption/interruptions.ts
 import { SourceEvents } from "../src/interruption/source-events.ts"
 import { layerFake, PiSessionFake } from "../src/session/pi-session-fake.ts"
 import { TurnIntentStore } from "../src/store/turn-intent-store.ts"
-import { holdWriteLockInProcess } from "../src/testing/store-faults.ts"
 import { layerSqlite } from "../src/store/turn-intent-store-sqlite.ts"
+import { type AbortSamples, watchAborts } from "./abort-durability.ts"
+import { cancelMe, toolCallToAbort, toolCallUnderForeignLock } from "./abort-tool-call.ts"
 import { nowUs } from "./fixtures.ts"
 import { type BenchSection, type Check, mark } from "./section.ts"
 import { type Summary, summarize, table, us } from "./stats.ts"
-
-const STEP = "pi-workflows-agent-step"
-const FALLBACK = "pi-workflows-deferred-turn"
-
-const cancelMe = {
-  name: "cancel-me",
-  startAt: "ask",
-  nodes: { ask: { type: "agent", prompt: "Do the thing.", timeoutMs: null } },
-  edges: []
-}
-
-/** A read-only second connection: it sees an intent only once it is committed. */
-const durableProbe = (filename: string) => {
-  const db = new Sqlite(filename, { readonly: true, fileMustExist: true })
-  const find = db.prepare(
-    "SELECT count(*) FROM workflow_turn_intents WHERE run_id = ? AND cause = 'agentCancelled'"
-  )
-  return {
-    stored: (runId: string) => Number(find.pluck().get(runId)) === 1,
-    close: () => db.close()
-  }
-}
-
-/** Poll (real clock) until `check` holds; the engine's runner works in its own fibers. */
-const until = <A, E, R>(effect: Effect.Effect<A, E, R>, check: (a: A) => boolean, what: string) =>
-  Effect.gen(function* () {
-    for (let i = 0; i < 5_000; i++) {
-      if (check(yield* effect)) return
-      yield* Effect.sleep("1 millis")
-    }
-    return yield* Effect.dieMessage(`abort bench: timed out waiting for ${what}`)
-  })
-
-interface AbortSamples {
-  /** Tool call (or publish) → the moment `abort` runs. */
-  readonly toAbort: Summary
-  /** Samples where the intent was not yet committed at the abort (must be 0). */
-  readonly notDurable: number
-}
-
-/** 1. `runTool cancel` → abort, in the whole app over the fake session. */
-const toolCallToAbort = (filename: string, runs: number) =>
-  Effect.gen(function* () {
-    const fake = yield* PiSessionFake
-    const probe = durableProbe(filename)
-    yield* Effect.addFinalizer(() => Effect.sync(() => probe.close()))
-    let runId = ""
-    let abortedAt = 0
-    let durable = false
-    yield* fake.onAbort(
-      Effect.sync(() => {
-        abortedAt = nowUs()
-        durable = probe.stored(runId)
-      })
-    )
-    const sent = (type: string) =>
-      Effect.map(fake.sent, (s) => s.filter((r) => r.message.customType === type).length)
-    const samples: Array<number> = []
-    let notDurable = 0
-    for (let i = 0; i < runs; i++) {
-      // Pi gives every tool call an ID; a start from a run's terminal turn needs it.
-      const started = yield* runTool(
-        { _tag: "start", workflow: "cancel-me" },
-        { toolCallId: `bench-start-${i}` }
-      )
-      const id = started.details.runId
-      if (typeof id !== "string") return yield* Effect.dieMessage(`start failed: ${started.text}`)
-      runId = id
-      // The queued run starts after the turn that started it settles; its step opens a turn.
-      yield* afterSettle(false)
-      yield* until(sent(STEP), (n) => n === i + 1, "the step message")
-      abortedAt = 0
-      const start = nowUs()
-      const reply = yield* runTool({ _tag: "cancel" })
-      if (abortedAt === 0) return yield* Effect.dieMessage(`cancel did not abort: ${reply.text}`)
-      samples.push(abortedAt - start)
-      if (!durable) notDurable++
-      // Pi's agent_settled for the aborted turn, then the fallback turn and its settle.
-      const held = yield* classifySettle(true)
-      yield* fake.settle({ aborted: true })
-      yield* afterSettle(held.userHold)
-      yield* until(sent(FALLBACK), (n) => n === i + 1, "the fallback")
-      yield* fake.settle()
-      yield* afterSettle(false)
-    }
-    return { toAbort: summarize(samples), notDurable } satisfies AbortSamples
-  })
-
-/**
- * 4. `runTool cancel` → abort in the whole app while a second process holds the write lock
- * (taken after the step was sent, released after the abort): the bound the abort keeps under a
- * foreign lock. Afterwards the run must still end `cancelled` and get its one fallback.
- */
-const toolCallUnderForeignLock = (filename: string, runs: number) =>
-  Effect.gen(function* () {
-    const fake = yield* PiSessionFake
-    let abortedAt = 0
-    yield* fake.onAbort(
-      Effect.sync(() => {
-        abortedAt = nowUs()
-      })
-    )
-    const sent = (type: string) =>
-      Effect.map(fake.sent, (s) => s.filter((r) => r.message.customType === type).length)
-    const samples: Array<number> = []
-    let unfinished = 0
-    for (let i = 0; i < runs; i++) {
-      // Pi gives every tool call an ID; a start from a run's terminal turn needs it.
-      const started = yield* runTool(
-        { _tag: "start", workflow: "cancel-me" },
-        { toolCallId: `bench-start-${i}` }
-      )
-      if (typeof started.details.runId !== "string") return yield* Effect.dieMessage(started.text)
-      yield* afterSettle(false)
-      yield* until(sent(STEP), (n) => n === i + 1, "the step message")
-      abortedAt = 0
-      const lock = yield* Scope.make()
-      yield* holdWriteLockInProcess(filename).pipe(Scope.extend(lock))
-      const start = nowUs()
-      const cancel = yield* Effect.fork(runTool({ _tag: "cancel" }))
-      yield* until(
-        Effect.sync(() => abortedAt),
-        (at) => at !== 0,
-        "the abort under the lock"
-      )
-      samples.push(abortedAt - start)
-      yield* Scope.close(lock, Exit.void)
-      yield* Fiber.join(cancel)
-      const held = yield* classifySettle(true)
-      yield* fake.settle({ aborted: true })
-      yield* afterSettle(held.userHold)
-      const delivered = yield* Effect.either(
-        until(sent(FALLBACK), (n) => n === i + 1 - unfinished, "the fallback")
-      )
-      if (delivered._tag === "Left") unfinished++
-      yield* fake.settle()
-      yield* afterSettle(false)
-    }
-    return { toAbort: summarize(samples), unfinished }
-  })
 
 const interruption = (i: number): Extract<SourceEvent, { readonly _tag: "ActiveTurnInterrupted" }> => ({
   _tag: "ActiveTurnInterrupted",
@@ -191,29 +51,19 @@ const publishToAbort = (filename: string, runs: number, durableCheck: boolean) =
     const fake = yield* PiSessionFake
     const events = yield* SourceEvents
     const coordinator = yield* Coordinator
-    const probe = durableProbe(filename)
-    yield* Effect.addFinalizer(() => Effect.sync(() => probe.close()))
-    let runId = ""
-    let abortedAt = 0
-    let durable = false
-    yield* fake.onAbort(
-      Effect.sync(() => {
-        abortedAt = nowUs()
-        if (durableCheck) durable = probe.stored(runId)
-      })
-    )
+    const watch = yield* watchAborts(filename, durableCheck)
     const samples: Array<number> = []
     let notDurable = 0
     for (let i = 0; i < runs; i++) {
       yield* fake.startTurn
       const event = interruption(i)
-      runId = event.run.runId
-      abortedAt = 0
+      watch.runId = event.run.runId
+      watch.abortedAt = 0
       const start = nowUs()
       yield* events.publish(event)
-      if (abortedAt === 0) return yield* Effect.dieMessage("publish did not abort")
-      samples.push(abortedAt - start)
-      if (durableCheck && !durable) notDurable++
+      if (watch.abortedAt === 0) return yield* Effect.dieMessage("publish did not abort")
+      samples.push(watch.abortedAt - start)
+      if (durableCheck && !watch.durable) notDurable++
       yield* fake.settle({ aborted: true })
       yield* coordinator.onSettled
     }

@@ -2,109 +2,28 @@
  * The PostgreSQL column: the store bench's walk (ensure → list → claimForRun → release →
  * makeEligible → claimEligibleForSession → resolve) through `layerTurnIntentStorePg` against the
  * same SQL on a raw `pg` client in the same run, and the claims with 10² vs 10⁵ resolved intents
- * of history. The bench starts its own throwaway cluster (test/support/pg-cluster.ts, unix socket
+ * of history (postgres-scaling.ts). The bench starts its own throwaway cluster (test/support/pg-cluster.ts, unix socket
  * in a temp directory, fsync off) and skips this section with one line when initdb is missing.
  */
-import { createHash } from "node:crypto"
-import { Context, Effect, Layer } from "effect"
-import pg from "pg"
-import { toPgDialect } from "../src/store/pg/dialect-pg.ts"
-import { layerTurnIntentStorePg } from "../src/store/pg/stores-pg.ts"
-import { TurnIntentStore, type TurnIntentStoreService } from "../src/store/turn-intent-store.ts"
+import { Effect } from "effect"
+import type pg from "pg"
 import { type Cluster, databaseUrl, startCluster, stopCluster } from "../test/support/pg-cluster.ts"
-import { factsFor, LEASE_MS, nowUs, type Workload, workload } from "./fixtures.ts"
+import { nowUs, type Workload, workload } from "./fixtures.ts"
+import { measureScale, populate, type Side } from "./postgres-scaling.ts"
+import { GROWTH_LIMIT, OTHER_PENDING, SCALE_OPS } from "./scaling-workload.ts"
+import { connect, type Plan, RawPg, schemaUrl, withPgStore } from "./postgres-sides.ts"
 import { type BenchSection, type Check, mark } from "./section.ts"
-import { type OpName, SQL } from "./sql.ts"
+import type { OpName } from "./sql.ts"
 import { breakdownTable, measureBreakdown } from "./postgres-breakdown.ts"
 import { layerPhases, OPS } from "./store.ts"
 import { combineRounds, ratio, type Summary, summarize, table, us } from "./stats.ts"
 
 type RoundResult = Record<OpName, Summary>
 
-const GROWTH_LIMIT = 1.5
 const GOAL_RATIO = 1.5
-
-const iso = (millis: number) => new Date(millis).toISOString()
-
-/**
- * The floor on PostgreSQL: the store's statements in PostgreSQL's dialect on one plain client,
- * sent as the layer sends them: named prepared statements.
- */
-class RawPg {
-  constructor(readonly client: pg.Client) {}
-
-  private async rows(op: keyof typeof SQL, values: ReadonlyArray<unknown>): Promise<number> {
-    return (
-      (await this.client.query({ name: op, text: toPgDialect(SQL[op]), values: [...values] })).rowCount ?? 0
-    )
-  }
-
-  ensure = (w: Workload) => {
-    const at = iso(Date.now())
-    const r = w.raw
-    return this.rows("ensure", [
-      r.intentId,
-      r.sourceEventId,
-      r.runId,
-      r.workflowRef,
-      r.targetSessionId,
-      r.cause,
-      r.nodeId,
-      r.attemptId,
-      r.factsJson,
-      at,
-      null
-    ])
-  }
-  get = (intentId: string) => this.rows("get", [intentId])
-  list = (session: string, runId: string) => this.rows("list", [session, runId])
-  claimForRun = (runId: string, session: string, token: string) => {
-    const now = Date.now()
-    return this.rows("claimForRun", [token, now + LEASE_MS, runId, session, now, token])
-  }
-  release = (intentId: string, token: string) => this.rows("release", [intentId, token])
-  makeEligible = (intentId: string) => this.rows("makeEligible", [iso(Date.now()), null, intentId])
-  /** As the layer does it: the read-only probe, then the claim only when it found something. */
-  claimEligibleForSession = async (session: string, token: string) => {
-    const now = Date.now()
-    if ((await this.rows("probeEligible", [session, now, token])) === 0) return 0
-    return this.rows("claimEligibleForSession", [token, now + LEASE_MS, session, now, token])
-  }
-  resolve = (intentId: string, token: string) => {
-    const now = Date.now()
-    return this.rows("resolve", [iso(now), "fallback", `message-${intentId}`, intentId, token, now])
-  }
-}
-
-const connect = async (url: string) => {
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  return client
-}
-
-/** A URL whose connections see only schema `name` of the bench database. */
-const schemaUrl = (base: string, name: string) => {
-  const url = new URL(base)
-  url.searchParams.set("options", `-c search_path=${name}`)
-  return url.toString()
-}
-
-const withPgStore = <A>(url: string, use: (store: TurnIntentStoreService) => Effect.Effect<A, unknown>) =>
-  Effect.runPromise(
-    Effect.scoped(
-      Effect.flatMap(Layer.build(layerTurnIntentStorePg({ url })), (context) =>
-        use(Context.get(context, TurnIntentStore))
-      )
-    )
-  )
 
 const expectOne = (op: OpName, count: number) => {
   if (count !== 1) throw new Error(`bench postgres ${op}: expected 1 row, got ${count}`)
-}
-
-interface Plan {
-  readonly ops: number
-  readonly warmup: number
 }
 
 const rawRound = async (url: string, plan: Plan, items: ReadonlyArray<Workload>): Promise<RoundResult> => {
@@ -157,164 +76,6 @@ const freshSchema = async (base: string, admin: pg.Client, name: string) => {
   const url = schemaUrl(base, name)
   await withPgStore(url, () => Effect.void)
   return url
-}
-
-// ---- scaling -------------------------------------------------------------------------------
-
-const TARGETS = 100
-const OTHER_PENDING = 1_000
-type ScaleOp = "syncPass" | "claimEligibleForSession" | "claimForRun"
-const SCALE_OPS: ReadonlyArray<ScaleOp> = ["syncPass", "claimEligibleForSession", "claimForRun"]
-const EXPECTED: Record<ScaleOp, number> = { syncPass: 0, claimEligibleForSession: 1, claimForRun: 1 }
-const scaleToken = (k: number) => `scaling-token-${k}`
-const idFor = (tag: string) => `deferred-turn:${createHash("sha256").update(tag).digest("hex")}`
-
-/** As bench/scaling.ts: history over the very sessions and runs being claimed, plus other pending. */
-const populate = async (client: pg.Client, history: number) => {
-  const facts = JSON.stringify(factsFor("history", "node-1"))
-  const rows: Array<ReadonlyArray<unknown>> = []
-  const at = (offset: number) => iso(Date.UTC(2026, 0, 1) + offset)
-  const row = (
-    tag: string,
-    run: string,
-    session: string,
-    when: number,
-    eligible: boolean,
-    resolved: boolean
-  ) =>
-    rows.push([
-      idFor(tag),
-      `source-${tag}`,
-      run,
-      session,
-      facts,
-      at(when),
-      eligible ? at(when + 1) : null,
-      resolved ? at(when + 2) : null,
-      resolved ? "fallback" : null,
-      resolved ? `message-${tag}` : null
-    ])
-  const kinds = ["idle", "eligible", "claim"]
-  for (let h = 0; h < history; h++) {
-    const kind = kinds[h % 3] ?? "idle"
-    const k = Math.floor(h / 3) % TARGETS
-    row(`history-${h}`, `${kind}-run-${k}`, `${kind}-session-${k}`, h, true, true)
-  }
-  for (let j = 0; j < OTHER_PENDING; j++) {
-    row(`other-${j}`, `other-run-${j}`, `other-session-${j % 100}`, history + j, true, false)
-  }
-  for (let k = 0; k < TARGETS; k++) {
-    row(
-      `eligible-${k}`,
-      `eligible-run-${k}`,
-      `eligible-session-${k}`,
-      history + OTHER_PENDING + k,
-      true,
-      false
-    )
-    row(`claim-${k}`, `claim-run-${k}`, `claim-session-${k}`, history + OTHER_PENDING + k, false, false)
-  }
-  // Batched multi-row INSERTs in one transaction: 10⁵ rows in seconds.
-  await client.query("BEGIN")
-  for (let start = 0; start < rows.length; start += 1_000) {
-    const batch = rows.slice(start, start + 1_000)
-    const values = batch.map(
-      (_, i) =>
-        `(${Array.from({ length: 10 }, (_, c) => `$${i * 10 + c + 1}`)
-          .map((p, c) =>
-            c === 4 ? `${p}, 'review-and-fix@1', 'agentCancelled', 'node-1', 'node-1-attempt-1'` : p
-          )
-          .join(", ")})`
-    )
-    await client.query(
-      `INSERT INTO workflow_turn_intents (intent_id, source_event_id, run_id, target_session_id,
-       fallback_facts_json, workflow_ref, cause, node_id, attempt_id, requested_at, eligible_at, resolved_at,
-       resolution, resolution_message_id) VALUES ${values.join(", ")}`,
-      batch.flat()
-    )
-  }
-  await client.query("COMMIT")
-  await client.query("ANALYZE workflow_turn_intents")
-}
-
-const scaleLayerCall = (store: TurnIntentStoreService, op: ScaleOp, k: number) => {
-  switch (op) {
-    case "syncPass":
-    case "claimEligibleForSession":
-      return Effect.map(
-        store.claimEligibleForSession({
-          targetSessionId: `${op === "syncPass" ? "idle" : "eligible"}-session-${k}`,
-          token: scaleToken(k),
-          leaseMs: LEASE_MS,
-          limit: 10
-        }),
-        (rows) => rows.length
-      )
-    case "claimForRun":
-      return Effect.map(
-        store.claimForRun({
-          runId: `claim-run-${k}`,
-          targetSessionId: `claim-session-${k}`,
-          token: scaleToken(k),
-          leaseMs: LEASE_MS
-        }),
-        (claimed) => (claimed._tag === "Some" ? 1 : 0)
-      )
-  }
-}
-
-const scaleRawCall = (raw: RawPg, op: ScaleOp, k: number) =>
-  op === "claimForRun"
-    ? raw.claimForRun(`claim-run-${k}`, `claim-session-${k}`, scaleToken(k))
-    : raw.claimEligibleForSession(`${op === "syncPass" ? "idle" : "eligible"}-session-${k}`, scaleToken(k))
-
-type Side = "raw" | "layer"
-
-/** Re-claims by the same claimant are idempotent, so one target set serves every call. */
-const measureScale = async (url: string, plan: Plan, rounds: number) => {
-  const raw = new RawPg(await connect(url))
-  const samples: Record<ScaleOp, Record<Side, Array<Summary>>> = {
-    syncPass: { raw: [], layer: [] },
-    claimEligibleForSession: { raw: [], layer: [] },
-    claimForRun: { raw: [], layer: [] }
-  }
-  const check = (op: ScaleOp, count: number) => {
-    if (count !== EXPECTED[op]) throw new Error(`scaling ${op}: expected ${EXPECTED[op]} rows, got ${count}`)
-  }
-  try {
-    await withPgStore(url, (store) =>
-      Effect.gen(function* () {
-        const time = (side: Side, op: ScaleOp) =>
-          Effect.gen(function* () {
-            const call = (k: number) =>
-              side === "raw" ? Effect.promise(() => scaleRawCall(raw, op, k)) : scaleLayerCall(store, op, k)
-            for (let i = 0; i < plan.warmup; i++) check(op, yield* call(i % TARGETS))
-            const out = new Float64Array(plan.ops)
-            for (let i = 0; i < plan.ops; i++) {
-              const start = nowUs()
-              const count = yield* call(i % TARGETS)
-              out[i] = nowUs() - start
-              check(op, count)
-            }
-            samples[op][side].push(summarize(out))
-          })
-        for (let round = 0; round < rounds; round++) {
-          for (const op of SCALE_OPS) {
-            yield* time(round % 2 === 0 ? "raw" : "layer", op)
-            yield* time(round % 2 === 0 ? "layer" : "raw", op)
-          }
-        }
-      })
-    )
-  } finally {
-    await raw.client.end()
-  }
-  return Object.fromEntries(
-    SCALE_OPS.map((op) => [
-      op,
-      { raw: combineRounds(samples[op].raw), layer: combineRounds(samples[op].layer) }
-    ])
-  ) as Record<ScaleOp, Record<Side, Summary>>
 }
 
 const pair = (s: Summary) => `${us(s.median)} / ${us(s.p99)}`

@@ -5,40 +5,32 @@
  * Re-claims by the same claimant are idempotent, so a fixed target set serves every round.
  * Also prints EXPLAIN QUERY PLAN for the claim statements and checks they use the partial indexes.
  */
-import { createHash } from "node:crypto"
 import { join } from "node:path"
 import type Sqlite from "better-sqlite3"
 import { Effect } from "effect"
-import type { TurnIntentStoreService } from "../src/store/turn-intent-store.ts"
 import { factsFor, LEASE_MS, nowUs, openLayerStore } from "./fixtures.ts"
 import { type BenchSection, type Check, mark } from "./section.ts"
 import { openRaw, RawStore, SQL } from "./sql.ts"
 import { combineRounds, ratio, type Summary, summarize, table, us } from "./stats.ts"
 import { timeSync } from "./timing.ts"
+import {
+  checkCount,
+  GROWTH_LIMIT,
+  idFor,
+  layerCall,
+  OTHER_PENDING,
+  SCALE_OPS,
+  type ScaleOp,
+  TARGETS,
+  target,
+  token
+} from "./scaling-workload.ts"
 
-const TARGETS = 100
-const OTHER_PENDING = 1_000
-const GROWTH_LIMIT = 1.5
-
-type ScaleOp = "syncPass" | "claimEligibleForSession" | "claimForRun"
-const SCALE_OPS: ReadonlyArray<ScaleOp> = ["syncPass", "claimEligibleForSession", "claimForRun"]
 const LABEL: Record<ScaleOp, string> = {
   syncPass: "sync pass, nothing eligible (`claimEligibleForSession` → [])",
   claimEligibleForSession: "`claimEligibleForSession` (1 eligible)",
   claimForRun: "`claimForRun` (1 pending)"
 }
-/** Expected row count per call, so a broken setup cannot time no-ops. */
-const EXPECTED: Record<ScaleOp, number> = { syncPass: 0, claimEligibleForSession: 1, claimForRun: 1 }
-
-const idFor = (tag: string) => `deferred-turn:${createHash("sha256").update(tag).digest("hex")}`
-
-/** The keys of the k-th target of each kind. */
-const target = {
-  idle: (k: number) => ({ session: `idle-session-${k}`, run: `idle-run-${k}` }),
-  eligible: (k: number) => ({ session: `eligible-session-${k}`, run: `eligible-run-${k}` }),
-  claim: (k: number) => ({ session: `claim-session-${k}`, run: `claim-run-${k}` })
-}
-
 const populate = (db: Sqlite.Database, resolvedHistory: number) => {
   const insert =
     db.prepare(`INSERT INTO workflow_turn_intents (intent_id, source_event_id, run_id, workflow_ref,
@@ -85,8 +77,6 @@ const populate = (db: Sqlite.Database, resolvedHistory: number) => {
   db.pragma("wal_checkpoint(TRUNCATE)")
 }
 
-const token = (k: number) => `scaling-token-${k}`
-
 const rawCall = (store: RawStore, op: ScaleOp, k: number): number => {
   switch (op) {
     case "syncPass":
@@ -96,45 +86,6 @@ const rawCall = (store: RawStore, op: ScaleOp, k: number): number => {
     case "claimForRun":
       return store.claimForRun(target.claim(k).run, target.claim(k).session, token(k), LEASE_MS).length
   }
-}
-
-const layerCall = (store: TurnIntentStoreService, op: ScaleOp, k: number) => {
-  switch (op) {
-    case "syncPass":
-      return Effect.map(
-        store.claimEligibleForSession({
-          targetSessionId: target.idle(k).session,
-          token: token(k),
-          leaseMs: LEASE_MS,
-          limit: 10
-        }),
-        (rows) => rows.length
-      )
-    case "claimEligibleForSession":
-      return Effect.map(
-        store.claimEligibleForSession({
-          targetSessionId: target.eligible(k).session,
-          token: token(k),
-          leaseMs: LEASE_MS,
-          limit: 10
-        }),
-        (rows) => rows.length
-      )
-    case "claimForRun":
-      return Effect.map(
-        store.claimForRun({
-          runId: target.claim(k).run,
-          targetSessionId: target.claim(k).session,
-          token: token(k),
-          leaseMs: LEASE_MS
-        }),
-        (claimed) => (claimed._tag === "Some" ? 1 : 0)
-      )
-  }
-}
-
-const check = (op: ScaleOp, count: number) => {
-  if (count !== EXPECTED[op]) throw new Error(`scaling ${op}: expected ${EXPECTED[op]} rows, got ${count}`)
 }
 
 /** Query plan as an indented tree of `detail` lines. */
@@ -190,13 +141,13 @@ const measure = async (filename: string, ops: number, warmup: number, rounds: nu
             Effect.gen(function* () {
               const call = (k: number) =>
                 side === "raw" ? Effect.sync(() => rawCall(raw, op, k)) : layerCall(layer, op, k)
-              for (let i = 0; i < warmup; i++) check(op, yield* call(i % TARGETS))
+              for (let i = 0; i < warmup; i++) checkCount(op, yield* call(i % TARGETS))
               const out = new Float64Array(ops)
               for (let i = 0; i < ops; i++) {
                 const start = nowUs()
                 const count = yield* call(i % TARGETS)
                 out[i] = nowUs() - start
-                check(op, count)
+                checkCount(op, count)
               }
               samples[op][side].push(summarize(out))
             })

@@ -3,6 +3,7 @@ import { Effect, Layer, Schedule } from "effect"
 import { layerApp } from "../../src/app/layers.ts"
 import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { freshLocation, isPgLocation } from "../support/backend.ts"
+import { crashing } from "../support/workflows.ts"
 
 export const STEP = "pi-workflows-agent-step"
 export const PRESENTATION = "pi-workflows-presentation"
@@ -16,19 +17,7 @@ export const greet = {
   edges: []
 }
 
-export const crashFirst = {
-  name: "crash",
-  startAt: "boom",
-  nodes: {
-    boom: {
-      type: "compute",
-      run: () => {
-        throw new Error("scope must be a non-empty string")
-      }
-    }
-  },
-  edges: []
-}
+export const crashFirst = crashing("scope must be a non-empty string")
 
 /** The app on a fresh database of the test backend, with the fake session; the layer's scope owns both. */
 export const buildApp = (workflows: ReadonlyArray<unknown> = [greet, crashFirst]) =>

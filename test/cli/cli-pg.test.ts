@@ -7,7 +7,7 @@
  * The bin is built into this file's temp directory (its `node_modules` links to the package's),
  * so it never races the `sqlite` project's build of dist/.
  */
-import { execFile, execFileSync } from "node:child_process"
+import { execFileSync } from "node:child_process"
 import { mkdtempSync, rmSync, symlinkSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
@@ -17,53 +17,19 @@ import { Context, Effect, Layer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import * as DatabasePg from "../../src/store/pg/database-pg.ts"
 import { layerStoresPg } from "../../src/store/pg/stores-pg.ts"
-import { type NewRun, RunStore } from "../../src/store/run-store.ts"
+import { RunStore } from "../../src/store/run-store.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { freshPgUrl, pgQuery } from "../support/backend.ts"
 import { sampleIntent } from "../support/fixtures.ts"
+import { expectOneLine, newRun, resolvedIntent, runCli } from "./cli-support.ts"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
-
-interface Result {
-  readonly code: number
-  readonly stdout: string
-  readonly stderr: string
-}
 
 let dir = ""
 let url = ""
 
-const cli = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<Result> =>
-  new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [join(dir, "dist", "cli.js"), ...args],
-      { cwd: dir, env: { PATH: process.env.PATH ?? "", HOME: dir, ...env } },
-      (error, stdout, stderr) =>
-        resolve({ code: error === null ? 0 : Number(error.code ?? 1), stdout, stderr })
-    )
-  })
-
-const expectOneLine = (result: Result) => {
-  const lines = result.stderr.trimEnd().split("\n")
-  expect(lines).toHaveLength(1)
-  expect(lines[0]).toMatch(/^pi-workflow-turns: /)
-  expect(result.stderr).not.toMatch(/\n\s+at /)
-}
-
-const newRun = (runId: string, sessionId: string): NewRun => ({
-  runId,
-  workflowName: "greet",
-  workflowRef: "greet",
-  revision: 1,
-  sourceFingerprint: "sha256:abc",
-  snapshot: { schema: "x" },
-  targetSessionId: sessionId,
-  origin: "tool",
-  input: { topic: "hello" },
-  startAt: "hello",
-  maxSteps: 10
-})
+const cli = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+  runCli(join(dir, "dist", "cli.js"), dir, args, env)
 
 /** A completed run with one step and its resolved intent, and a running run renewed by its runner. */
 const seed = (at: string) =>
@@ -81,22 +47,10 @@ const seed = (at: string) =>
           step: { _tag: "Outcome", outcome: "ok", output: { greeting: "hi" }, timeoutMs: null },
           next: { _tag: "End", state: "completed", result: { greeting: "hi" } }
         })
-        const done = yield* intents.ensure(
+        yield* resolvedIntent(
+          intents,
           sampleIntent({ runId: "run-done", targetSessionId: "session-a", sourceEventId: "ev-1" })
         )
-        yield* intents.makeEligible({ intentId: done.intentId })
-        yield* intents.claimEligibleForSession({
-          targetSessionId: "session-a",
-          limit: 1,
-          token: "d1",
-          leaseMs: 60_000
-        })
-        yield* intents.resolve({
-          intentId: done.intentId,
-          token: "d1",
-          resolution: "fallback",
-          messageId: "m-1"
-        })
         yield* runs.reserve(newRun("run-live", "session-b"))
         yield* runs.claim({ runId: "run-live", token: "t2", leaseMs: 3_600_000, mode: "activate" })
       })

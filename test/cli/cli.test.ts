@@ -2,176 +2,27 @@
  * The operator CLI as users run it: the built bin (`node dist/cli.js`, what package.json `bin`
  * names) in a child process, against databases written by the real stores.
  */
-import { execFile } from "node:child_process"
 import { createHash } from "node:crypto"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import BetterSqlite from "better-sqlite3"
-import { Context, Effect, Layer, TestClock, TestContext } from "effect"
+import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { layerStores } from "../../src/app/layers.ts"
-import { RunStore, type NewRun } from "../../src/store/run-store.ts"
 import { CONTROLLER_SCHEMA, controllerSchemaStatements } from "../../src/store/schema.ts"
-import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
-import { LaunchStore } from "../../src/terminal/launch-store.ts"
-import { sampleFacts, sampleIntent } from "../support/fixtures.ts"
+import { expectOneLine, runCli } from "./cli-support.ts"
+import { seedChain, seedHealthy, seedStale, withStores } from "./seed-sqlite.ts"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
 const bin = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).bin["pi-workflow-turns"] as string
-
-interface Result {
-  readonly code: number
-  readonly stdout: string
-  readonly stderr: string
-}
-
-const cli = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<Result> =>
-  new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [join(root, bin), ...args],
-      { cwd: dir, env: { PATH: process.env.PATH ?? "", HOME: dir, ...env } },
-      (error, stdout, stderr) =>
-        resolve({ code: error === null ? 0 : Number(error.code ?? 1), stdout, stderr })
-    )
-  })
-
-/** One line on stderr, no stack trace. */
-const expectOneLine = (result: Result) => {
-  const lines = result.stderr.trimEnd().split("\n")
-  expect(lines).toHaveLength(1)
-  expect(lines[0]).toMatch(/^pi-workflow-turns: /)
-  expect(result.stderr).not.toMatch(/\n\s+at /)
-}
 
 let dir = ""
 let healthyDb = ""
 let staleDb = ""
 
-const newRun = (runId: string, sessionId: string): NewRun => ({
-  runId,
-  workflowName: "greet",
-  workflowRef: "greet",
-  revision: 1,
-  sourceFingerprint: "sha256:abc",
-  snapshot: { schema: "x" },
-  targetSessionId: sessionId,
-  origin: "tool",
-  input: { topic: "hello" },
-  startAt: "hello",
-  maxSteps: 10
-})
-
-const withStores = <A, E>(filename: string, program: Effect.Effect<A, E, TurnIntentStore | RunStore>) =>
-  Effect.scoped(
-    Effect.flatMap(Layer.build(layerStores({ filename })), (context) =>
-      Effect.provide(program, Context.pick(TurnIntentStore, RunStore)(context))
-    )
-  )
-
-/** A failed run restarted once: the launch row carries the lineage the CLI shows. */
-const seedChain = (filename: string) =>
-  Effect.scoped(
-    Effect.flatMap(Layer.build(layerStores({ filename })), (context) =>
-      Effect.gen(function* () {
-        const runs = Context.get(context, RunStore)
-        const launches = Context.get(context, LaunchStore)
-        yield* runs.reserve(newRun("run-first", "session-c"))
-        yield* runs.claim({ runId: "run-first", token: "t1", leaseMs: 60_000, mode: "activate" })
-        yield* runs.settle(
-          { runId: "run-first", token: "t1" },
-          {
-            next: {
-              _tag: "End",
-              state: "failed",
-              error: { message: "boom", nodeId: "hello", original: null }
-            }
-          }
-        )
-        const fingerprint = "f".repeat(64)
-        yield* launches.reserve(
-          {
-            kind: "restart",
-            lineage: {
-              rootRunId: "run-first",
-              parentRunId: "run-first",
-              restartNumber: 1,
-              parentFingerprint: fingerprint,
-              earlier: [
-                { runId: "run-first", state: "failed", reasonKind: "failed", fingerprint, summary: "boom" }
-              ]
-            },
-            terminal: null,
-            toolCallId: null
-          },
-          Effect.as(runs.reserve(newRun("run-second", "session-c")), { runId: "run-second" })
-        )
-      })
-    )
-  )
-
-/** A completed run with two steps and a resolved intent; a running run with an eligible intent. */
-const seedHealthy = Effect.gen(function* () {
-  const runs = yield* RunStore
-  const intents = yield* TurnIntentStore
-  yield* runs.reserve(newRun("run-done", "session-a"))
-  yield* runs.claim({ runId: "run-done", token: "t1", leaseMs: 60_000, mode: "activate" })
-  const fence = { runId: "run-done", token: "t1" }
-  yield* runs.startStep(fence, { nodeId: "hello", attemptId: "att-1" })
-  yield* runs.settle(fence, {
-    attemptId: "att-1",
-    step: { _tag: "Outcome", outcome: "timed_out", error: "step timed out after 1s", timeoutMs: 1_000 },
-    next: { _tag: "Continue", nodeId: "bye" }
-  })
-  yield* runs.startStep(fence, { nodeId: "bye", attemptId: "att-2" })
-  yield* runs.settle(fence, {
-    attemptId: "att-2",
-    step: { _tag: "Outcome", outcome: "ok", output: { greeting: "hi" }, timeoutMs: null },
-    next: { _tag: "End", state: "completed", result: { greeting: "hi" } }
-  })
-  const done = yield* intents.ensure(
-    sampleIntent({ runId: "run-done", targetSessionId: "session-a", sourceEventId: "ev-1", nodeId: "hello" })
-  )
-  yield* intents.makeEligible({ intentId: done.intentId })
-  yield* intents.claimEligibleForSession({
-    targetSessionId: "session-a",
-    limit: 1,
-    token: "d1",
-    leaseMs: 60_000
-  })
-  yield* intents.resolve({ intentId: done.intentId, token: "d1", resolution: "fallback", messageId: "m-1" })
-  yield* runs.reserve(newRun("run-live", "session-b"))
-  yield* runs.claim({ runId: "run-live", token: "t2", leaseMs: 600_000, mode: "activate" })
-  yield* intents.ensure(
-    sampleIntent({
-      runId: "run-live",
-      targetSessionId: "session-b",
-      sourceEventId: "ev-2",
-      eligible: true,
-      facts: sampleFacts({ runId: "run-live" })
-    })
-  )
-  return done.intentId
-})
-
-/**
- * Under a TestClock at 1970 every record is decades old: a pending intent that never became
- * eligible, an intent whose delivery claim expired, a running run whose lease ended.
- */
-const seedStale = Effect.gen(function* () {
-  const runs = yield* RunStore
-  const intents = yield* TurnIntentStore
-  yield* intents.ensure(sampleIntent({ runId: "run-lost", sourceEventId: "ev-lost", targetSessionId: "s-1" }))
-  yield* intents.ensure(
-    sampleIntent({ runId: "run-claimed", sourceEventId: "ev-c", targetSessionId: "s-2", eligible: true })
-  )
-  yield* intents.claimEligibleForSession({ targetSessionId: "s-2", limit: 1, token: "gone", leaseMs: 1_000 })
-  yield* runs.reserve(newRun("run-abandoned", "s-3"))
-  yield* runs.claim({ runId: "run-abandoned", token: "dead-runner", leaseMs: 1_000, mode: "activate" })
-  yield* TestClock.adjust(5_000)
-}).pipe(Effect.provide(TestContext.TestContext))
+const cli = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+  runCli(join(root, bin), dir, args, env)
 
 let resolvedIntentId = ""
 

@@ -12,7 +12,8 @@ import { Type } from "typebox"
 import { afterEach, describe, expect, it } from "vitest"
 import fixtureExtension, { createFixture, FOLLOWUP_TYPE, NOTE_TYPE } from "./fixtures/abort-followup.ts"
 import { type MockOpenAI, startMockOpenAI } from "./harness/mock-openai.ts"
-import { createPiSandbox, type PiRpc, startPi } from "./harness/pi-rpc.ts"
+import { type PiRpc, startPi } from "./harness/pi-rpc.ts"
+import { createPiSandbox } from "./harness/pi-sandbox.ts"
 import { createFauxSession, fauxAssistantMessage, fauxToolCall } from "./harness/sdk.ts"
 import {
   countByCustomType,

@@ -7,7 +7,7 @@
  * Whole application graph over a real SQLite file, faults on the turn-intent store only.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Logger, LogLevel, Schedule } from "effect"
+import { Context, Effect, Layer, Logger, LogLevel } from "effect"
 import { afterSettle, classifySettle, onSessionStart } from "../../src/app/session-hooks.ts"
 import { runTool } from "../../src/app/tool-actions.ts"
 import { Engine } from "../../src/engine/engine.ts"
@@ -16,6 +16,7 @@ import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { StoreFaults } from "../../src/testing/store-faults.ts"
 import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { layerAppUnderFaults } from "../faults/app-under-faults.ts"
+import { until } from "../support/poll.ts"
 import { tempDbPath } from "../support/temp-db.ts"
 
 const STEP = "pi-workflows-agent-step"
@@ -43,15 +44,6 @@ const buildApp = (filename: string) =>
   )
 type App = Effect.Effect.Success<ReturnType<typeof buildApp>>
 const ctx = <I, S>(app: App, tag: Context.Tag<I, S>) => Context.get(app as Context.Context<I>, tag)
-
-/** Poll until `check` passes (real clock), failing after ~8 s. */
-const until = <A, E>(effect: Effect.Effect<A, E>, check: (a: A) => boolean, what: string) =>
-  effect.pipe(
-    Effect.orDie,
-    Effect.filterOrFail(check, () => new Error(`not reached: ${what}`)),
-    Effect.retry(Schedule.spaced("20 millis").pipe(Schedule.upTo("8 seconds"))),
-    Effect.orDie
-  )
 
 /** Pi's agent_settled, both hook halves; with `start`, then session start (reconciliation, sync). */
 const settle = (app: App, aborted: boolean, start: boolean) =>

@@ -5,21 +5,11 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { until } from "../support/poll.ts"
+import { crashing } from "../support/workflows.ts"
 import { makeHarness } from "./support/harness.ts"
 
-const crash = {
-  name: "crash",
-  startAt: "boom",
-  nodes: {
-    boom: {
-      type: "compute",
-      run: () => {
-        throw new Error("boom")
-      }
-    }
-  },
-  edges: []
-}
+const crash = crashing("boom")
 
 describe("guarantee lost", () => {
   it.live("a terminal event whose intent could not be stored leaves a run event in the status", () =>
@@ -30,11 +20,11 @@ describe("guarantee lost", () => {
       })
       const runId = yield* h.launch("crash")
       yield* h.engine.await(runId)
-      let events: ReadonlyArray<{ readonly kind: string; readonly message: string }> = []
-      for (let i = 0; i < 200 && events.length === 0; i++) {
-        events = (yield* h.engine.status(runId)).events
-        if (events.length === 0) yield* Effect.sleep("10 millis")
-      }
+      const events = yield* until(
+        Effect.map(h.engine.status(runId), (status) => status.events),
+        (events) => events.length > 0,
+        "a run event"
+      )
       expect(events.map((e) => [e.kind, e.message])).toEqual([
         ["guaranteeLost", "the guarantee is lost (test)"]
       ])

@@ -11,7 +11,7 @@
  * successor per interruption, each carried by exactly one branch message, nothing left pending.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Fiber, Layer, Logger, LogLevel, Schedule } from "effect"
+import { Context, Effect, Fiber, Layer, Logger, LogLevel } from "effect"
 import { runCommand } from "../../src/app/command-actions.ts"
 import { afterSettle, classifySettle, onSessionStart } from "../../src/app/session-hooks.ts"
 import { runTool } from "../../src/app/tool-actions.ts"
@@ -22,6 +22,8 @@ import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { type Fault, RunStoreFaults, StoreFaults } from "../../src/testing/store-faults.ts"
 import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { layerAppUnderFaults } from "./app-under-faults.ts"
+import { until } from "../support/poll.ts"
+import { crashing } from "../support/workflows.ts"
 import { faultLocation, REAL_FAULTS } from "./backend-faults.ts"
 
 const STEP = "pi-workflows-agent-step"
@@ -44,19 +46,7 @@ const agentFlow = (name: string, timeoutMs: number) => ({
   },
   edges: []
 })
-const crash = {
-  name: "crash",
-  startAt: "boom",
-  nodes: {
-    boom: {
-      type: "compute",
-      run: () => {
-        throw new Error("boom")
-      }
-    }
-  },
-  edges: []
-}
+const crash = crashing("boom")
 /** Two agent steps: a pause requested during the first takes effect before the second. */
 const twoSteps = {
   ...agentFlow("two", 600_000),
@@ -78,15 +68,6 @@ const buildApp = (filename: string, engine: { readonly leaseMs: number; readonly
 type App = Effect.Effect.Success<ReturnType<typeof buildApp>>
 
 const NORMAL = { leaseMs: 60_000, renewEveryMs: 20_000 }
-
-/** Poll until `check` passes (real clock), failing after ~8 s. */
-const until = <A, E>(effect: Effect.Effect<A, E>, check: (a: A) => boolean, what: string) =>
-  effect.pipe(
-    Effect.orDie,
-    Effect.filterOrFail(check, () => new Error(`not reached: ${what}`)),
-    Effect.retry(Schedule.spaced("20 millis").pipe(Schedule.upTo("8 seconds"))),
-    Effect.orDie
-  )
 
 interface FaultCase {
   readonly name: string

@@ -17,7 +17,8 @@ import { DEFERRED_TURN_TYPE } from "../../src/delivery/fallback-message.ts"
 import type { BranchMessage } from "../../src/session/pi-session.ts"
 import type { Notification } from "../../src/session/pi-session-fake.ts"
 import { SESSION } from "./schedule.ts"
-import { PERSIST_TIMEOUT_MS, type NaturalLog, type PublishLog, type SendLog } from "./world.ts"
+import type { NaturalLog, PublishLog, SendLog } from "./records.ts"
+import { PERSIST_TIMEOUT_MS } from "./world.ts"
 
 export interface IntentRow {
   readonly intent_id: string

@@ -11,7 +11,8 @@ import { Database } from "../../src/store/database.ts"
 import { checkOutcome, type IntentRow, type Violation } from "./invariants.ts"
 import { describeStep, generate, type GenerateOptions, type Schedule, SESSION } from "./schedule.ts"
 import { makeSimClock, SIM_EPOCH } from "./sim-clock.ts"
-import { CLAIM_RETRY_MS, type Connection, LEASE_MS, makeWorld, type Mutation } from "./world.ts"
+import type { Mutation } from "./proc.ts"
+import { CLAIM_RETRY_MS, type Connection, LEASE_MS, makeWorld } from "./world.ts"
 
 export interface RunResult {
   readonly seed: number

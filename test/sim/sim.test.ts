@@ -11,7 +11,7 @@ import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { formatFailure, openSimDatabase, runBatch, runSchedule } from "./runner.ts"
 import { generate } from "./schedule.ts"
-import type { Mutation } from "./world.ts"
+import type { Mutation } from "./proc.ts"
 
 const QUICK_RUNS = Number(process.env.SIM_RUNS ?? 200)
 const dir = mkdtempSync(join(tmpdir(), "pwt-sim-"))

@@ -14,21 +14,12 @@ import { LaunchStore } from "../../src/terminal/launch-store.ts"
 import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { appDatabase, freshLocation } from "../support/backend.ts"
 import { eventually, FALLBACK, sentOfType } from "../app/support.ts"
+import { crashing } from "../support/workflows.ts"
 
 const crash = {
-  name: "crash",
+  ...crashing("service unavailable"),
   revision: 1,
-  input: (input: unknown) => (typeof input === "object" && input !== null ? true : "input must be an object"),
-  startAt: "boom",
-  nodes: {
-    boom: {
-      type: "compute",
-      run: () => {
-        throw new Error("service unavailable")
-      }
-    }
-  },
-  edges: []
+  input: (input: unknown) => (typeof input === "object" && input !== null ? true : "input must be an object")
 }
 
 /** Fails differently every time: the chain makes progress. */

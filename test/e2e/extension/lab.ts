@@ -2,7 +2,7 @@
  * One real-Pi "lab" for an extension scenario: a scripted mock model, a sandbox with the
  * project's workflow files, the controller database in the sandbox, and Pi started in RPC mode
  * with the entry `package.json` names in `pi.extensions`. It also turns what happened into an
- * `Observation`: the model requests (what triggered each one, what the script answered), the
+ * `Observation` (observation.ts): the model requests (what triggered each one, what the script answered), the
  * custom messages in the session file, the turn-intent rows and the run rows.
  *
  * No vitest here: `npm run demo` (scripts/demo.ts) plays the same scenarios under plain Node.
@@ -10,19 +10,30 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { dirname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
-import { DEFAULT_LEASE_MS } from "../../../src/delivery/coordinator-live.ts"
 import {
   type ChatMessage,
   type ChatRequest,
   contentText,
   type MockOpenAI,
-  type Reply,
   type ScriptStep,
   startMockOpenAI
 } from "../harness/mock-openai.ts"
-import { createPiSandbox, type PiRpc, type PiSandbox, type RpcRecord, startPi } from "../harness/pi-rpc.ts"
+import { type PiRpc, startPi } from "../harness/pi-rpc.ts"
+import { createPiSandbox, type PiSandbox } from "../harness/pi-sandbox.ts"
 import { customContentText, customMessages } from "../harness/session-file.ts"
-import { peekRows, peekTables, peekTurnIntents, type Row } from "../harness/sqlite-peek.ts"
+import { peekRows, peekTables, peekTurnIntents } from "../harness/sqlite-peek.ts"
+import {
+  describeReply,
+  firstLine,
+  intentLife,
+  type IntentLife,
+  type MessageView,
+  type Observation,
+  type RequestView,
+  type RunView,
+  runView,
+  toolResultOf
+} from "./observation.ts"
 
 export const STEP = "pi-workflows-agent-step"
 export const PRESENTATION = "pi-workflows-presentation"
@@ -57,128 +68,6 @@ export const requestIdIn = (text: string): string => {
 
 /** The requestId of the newest message the model got (the step prompt that started this turn). */
 export const requestIdOf = (request: ChatRequest): string => requestIdIn(messageText(request.messages.at(-1)))
-
-const firstLine = (text: string, max = 110): string => {
-  const line = text.split("\n")[0] ?? ""
-  return line.length <= max ? line : `${line.slice(0, max - 1)}…`
-}
-
-const describeReply = (reply: Reply): string => {
-  const delay = reply.delayMs === undefined ? "" : ` (after ${reply.delayMs} ms)`
-  if ("text" in reply) return `says ${JSON.stringify(firstLine(reply.text, 60))}${delay}`
-  const calls = reply.toolCalls.map((call) => `${call.name} ${JSON.stringify(call.arguments)}`)
-  return `calls ${calls.join(", ")}${delay}`
-}
-
-/** One model request: what the model got last, and how the script answered. */
-export interface RequestView {
-  readonly index: number
-  /** Role and first line of the newest message (a custom message arrives as `user`). */
-  readonly trigger: string
-  readonly reply: string
-  readonly outcome: string
-}
-
-export interface MessageView {
-  readonly customType: string
-  readonly firstLine: string
-  readonly turnIntentId: string | null
-}
-
-/** One `workflow_turn_intents` row as a life: created → eligible → claimed → resolved. */
-export interface IntentLife {
-  readonly intentId: string
-  readonly runId: string
-  readonly cause: string
-  readonly nodeId: string | null
-  readonly observedState: string
-  readonly reason: string | null
-  readonly requestedAt: string
-  readonly eligibleAt: string | null
-  /** Derived: the claim's lease end minus the coordinator's lease (no column stores it). */
-  readonly claimedAt: string | null
-  readonly resolvedAt: string | null
-  readonly resolution: string | null
-}
-
-export interface RunView {
-  readonly runId: string
-  readonly workflow: string
-  readonly state: string
-  readonly error: string | null
-}
-
-export interface ToolResultView {
-  readonly tool: string
-  readonly isError: boolean
-  readonly text: string
-}
-
-export interface Observation {
-  readonly requests: ReadonlyArray<RequestView>
-  readonly messages: ReadonlyArray<MessageView>
-  readonly intents: ReadonlyArray<IntentLife>
-  readonly runs: ReadonlyArray<RunView>
-  readonly toolResults: ReadonlyArray<ToolResultView>
-  /** `ctx.ui.notify` texts (RPC `extension_ui_request` notify records). */
-  readonly notices: ReadonlyArray<string>
-}
-
-const str = (row: Row, key: string): string | null => {
-  const value = row[key]
-  return typeof value === "string" ? value : null
-}
-
-const factsOf = (row: Row): { observedState: string; reason: string | null } => {
-  const parsed: unknown = JSON.parse(str(row, "fallback_facts_json") ?? "{}")
-  if (typeof parsed !== "object" || parsed === null) return { observedState: "?", reason: null }
-  const observedState =
-    "observedState" in parsed && typeof parsed.observedState === "string" ? parsed.observedState : "?"
-  const reason = "reason" in parsed && typeof parsed.reason === "string" ? parsed.reason : null
-  return { observedState, reason }
-}
-
-const intentLife = (row: Row): IntentLife => {
-  const expires = row.delivery_claim_expires_at
-  return {
-    intentId: str(row, "intent_id") ?? "?",
-    runId: str(row, "run_id") ?? "?",
-    cause: str(row, "cause") ?? "?",
-    nodeId: str(row, "node_id"),
-    ...factsOf(row),
-    requestedAt: str(row, "requested_at") ?? "?",
-    eligibleAt: str(row, "eligible_at"),
-    claimedAt: typeof expires === "number" ? new Date(expires - DEFAULT_LEASE_MS).toISOString() : null,
-    resolvedAt: str(row, "resolved_at"),
-    resolution: str(row, "resolution")
-  }
-}
-
-const runView = (row: Row): RunView => {
-  const errorJson = str(row, "error_json")
-  const parsed: unknown = errorJson === null ? null : JSON.parse(errorJson)
-  const error =
-    typeof parsed === "object" && parsed !== null && "message" in parsed && typeof parsed.message === "string"
-      ? parsed.message
-      : null
-  return {
-    runId: str(row, "run_id") ?? "?",
-    workflow: str(row, "workflow_name") ?? "?",
-    state: str(row, "state") ?? "?",
-    error
-  }
-}
-
-const toolResultOf = (record: RpcRecord): ToolResultView => {
-  const result = record.result
-  const content =
-    typeof result === "object" && result !== null && "content" in result ? result.content : undefined
-  return {
-    tool: typeof record.toolName === "string" ? record.toolName : "?",
-    isError: record.isError === true,
-    text: contentText(content)
-  }
-}
 
 const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms))
 

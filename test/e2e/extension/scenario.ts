@@ -5,16 +5,8 @@
  * named checks. `runScenario` plays one in a fresh lab and never throws.
  */
 import type { ScriptStep } from "../harness/mock-openai.ts"
-import {
-  FALLBACK,
-  Lab,
-  type LabOptions,
-  messageText,
-  type Observation,
-  PRESENTATION,
-  requestIdOf,
-  STEP
-} from "./lab.ts"
+import { FALLBACK, Lab, type LabOptions, messageText, PRESENTATION, requestIdOf, STEP } from "./lab.ts"
+import type { Observation } from "./observation.ts"
 
 /** What a scenario must produce, in numbers and resolution paths. */
 export interface Summary {

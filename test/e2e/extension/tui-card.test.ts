@@ -11,7 +11,8 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import { startMockOpenAI } from "../harness/mock-openai.ts"
-import { createPiSandbox, piCliPath } from "../harness/pi-rpc.ts"
+import { sandboxEnv } from "../harness/pi-command.ts"
+import { createPiSandbox, piCliPath } from "../harness/pi-sandbox.ts"
 import { extensionEntry } from "./lab.ts"
 import { NIGHTLY_REPORT } from "./workflow-sources.ts"
 
@@ -52,16 +53,10 @@ describe.skipIf(!hasTmux)("the terminal turn card in interactive Pi (tmux captur
     const workflows = join(sandbox.workDir, ".pi", "workflows")
     mkdirSync(workflows, { recursive: true })
     writeFileSync(join(workflows, "nightly-report.workflow.mjs"), NIGHTLY_REPORT)
-    const env = {
-      PATH: process.env.PATH ?? "",
-      PI_CODING_AGENT_DIR: sandbox.agentDir,
-      PI_OFFLINE: "1",
-      PI_SKIP_VERSION_CHECK: "1",
-      PI_TELEMETRY: "0",
-      HOME: sandbox.homeDir,
+    const env = sandboxEnv(sandbox, {
       TERM: "xterm-256color",
       PI_WORKFLOWS_DB: join(sandbox.root, "controller.db")
-    }
+    })
     const launcher = join(sandbox.root, "pi.sh")
     const quote = (value: string) => `'${value.replaceAll("'", "'\\''")}'`
     writeFileSync(

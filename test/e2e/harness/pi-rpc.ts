@@ -1,162 +1,25 @@
 /**
- * Drive the real Pi CLI in RPC mode as a child process, isolated in a temp sandbox and pointed at
- * the scripted mock model. One `PiRpc` is one process; `restart()` starts a new process on the
- * same session file (the crash-recovery path).
+ * Drive the real Pi CLI in RPC mode as a child process, isolated in a temp sandbox
+ * (pi-sandbox.ts, pi-command.ts) and pointed at the scripted mock model. One `PiRpc` is one process;
+ * `restart()` starts a new process on the same session file (the crash-recovery path).
  */
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { dirname, isAbsolute, join } from "node:path"
-import { fileURLToPath } from "node:url"
-import { Schema } from "effect"
-
-/** One JSON record Pi wrote to stdout: an event, a `response`, or an extension UI request. */
-export type RpcRecord = { readonly type: string } & Readonly<Record<string, unknown>>
-
-export interface RpcResponse extends RpcRecord {
-  readonly type: "response"
-  readonly command: string
-  readonly success: boolean
-  readonly id?: string
-  readonly data?: unknown
-  readonly error?: string
-}
-
-/** A command sent on stdin; `id` is filled in when missing. */
-export type RpcCommand = { readonly type: string; readonly id?: string } & Readonly<Record<string, unknown>>
-
-/** Temp directories that keep Pi away from the real home and configuration. */
-export interface PiSandbox {
-  readonly root: string
-  readonly agentDir: string
-  readonly homeDir: string
-  readonly sessionDir: string
-  /** Pi's working directory. */
-  readonly workDir: string
-  remove(): void
-}
-
-export interface PiRpcOptions {
-  readonly sandbox: PiSandbox
-  /** Absolute path of the extension to load with `-e`, or null for none. */
-  readonly extensionPath: string | null
-  /**
-   * Let Pi discover extensions (packages recorded in the sandbox's agent settings, e.g. by
-   * `pi install`) instead of passing `--no-extensions`. Off by default.
-   */
-  readonly discoverExtensions?: boolean
-  /** Extra environment, e.g. `PI_WORKFLOWS_DB`. */
-  readonly env?: Readonly<Record<string, string>>
-  /** Resume this session file (`--session`). */
-  readonly sessionFile?: string
-  readonly extraArgs?: ReadonlyArray<string>
-  /** Default for every wait. 10 s. */
-  readonly timeoutMs?: number
-}
+import { type PiRpcOptions, piCommand } from "./pi-command.ts"
+import {
+  describe,
+  isRecord,
+  isResponse,
+  type RpcCommand,
+  type RpcRecord,
+  type RpcResponse
+} from "./rpc-records.ts"
 
 export interface ExitInfo {
   readonly code: number | null
   readonly signal: NodeJS.Signals | null
 }
 
-const PI_PACKAGE = "@earendil-works/pi-coding-agent"
-
-/**
- * The installed Pi package's directory. Its exports are import-only, so `require.resolve` cannot
- * find it; `import.meta.resolve` can, but vitest 3's module runner does not provide it, so fall
- * back to Node's node_modules lookup from this file upwards.
- */
-const piPackageDir = (): string => {
-  if (typeof import.meta.resolve === "function") {
-    // dist/index.js → package root
-    return dirname(dirname(fileURLToPath(import.meta.resolve(PI_PACKAGE))))
-  }
-  let dir = dirname(fileURLToPath(import.meta.url))
-  for (;;) {
-    const candidate = join(dir, "node_modules", PI_PACKAGE)
-    if (existsSync(join(candidate, "package.json"))) return candidate
-    const parent = dirname(dir)
-    if (parent === dir) throw new Error(`pi-rpc: ${PI_PACKAGE} is not installed above ${import.meta.url}`)
-    dir = parent
-  }
-}
-
-const PackageBin = Schema.Struct({ bin: Schema.Struct({ pi: Schema.String }) })
-
-/** The Pi CLI named by the package's `bin.pi` (1.6: `dist/bundle/cli.js`). */
-export const piCliPath = (): string => {
-  const dir = piPackageDir()
-  const { bin } = Schema.decodeUnknownSync(Schema.parseJson(PackageBin))(
-    readFileSync(join(dir, "package.json"), "utf8")
-  )
-  const cli = join(dir, bin.pi)
-  if (!existsSync(cli)) throw new Error(`pi-rpc: Pi CLI not found at ${cli}`)
-  return cli
-}
-
-const assertNodeVersion = () => {
-  const [major = 0, minor = 0] = process.versions.node.split(".").map(Number)
-  if (major < 22 || (major === 22 && minor < 19)) {
-    throw new Error(
-      `pi-rpc: Pi needs Node >= 22.19 but tests run on ${process.versions.node}; ` +
-        `run them after: eval "$(bash scripts/node22-env.sh)"`
-    )
-  }
-}
-
-/** Create the sandbox and a models.json whose only provider `mock` serves `mock-model` from `baseUrl`. */
-export const createPiSandbox = (mockBaseUrl: string, prefix = "pwt-pi-"): PiSandbox => {
-  const root = mkdtempSync(join(tmpdir(), prefix))
-  const agentDir = join(root, "agent")
-  const homeDir = join(root, "home")
-  const sessionDir = join(root, "sessions")
-  const workDir = join(root, "work")
-  for (const dir of [agentDir, homeDir, sessionDir, workDir]) mkdirSync(dir, { recursive: true })
-  const models = {
-    providers: {
-      mock: {
-        baseUrl: mockBaseUrl,
-        api: "openai-completions",
-        apiKey: "mock-key",
-        models: [{ id: "mock-model", contextWindow: 128000, maxTokens: 4096 }]
-      }
-    }
-  }
-  writeFileSync(join(agentDir, "models.json"), JSON.stringify(models, null, 2))
-  return {
-    root,
-    agentDir,
-    homeDir,
-    sessionDir,
-    workDir,
-    remove: () => rmSync(root, { recursive: true, force: true })
-  }
-}
-
-const isRecord = (value: unknown): value is RpcRecord =>
-  typeof value === "object" && value !== null && "type" in value && typeof value.type === "string"
-
-const isResponse = (record: RpcRecord): record is RpcResponse =>
-  record.type === "response" && typeof record.success === "boolean" && typeof record.command === "string"
-
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
-
-/** Short one-line picture of an event for error messages. */
-const describe = (record: RpcRecord): string => {
-  switch (record.type) {
-    case "response":
-      return `response(${String(record.command)}${record.success === false ? ` FAILED: ${String(record.error)}` : ""})`
-    case "agent_settled":
-      return `agent_settled(aborted=${String(record.aborted)})`
-    case "extension_error":
-      return `extension_error(${String(record.event)}: ${String(record.error)})`
-    case "message_update":
-      return "message_update"
-    default:
-      return record.type
-  }
-}
-
 interface Waiter {
   /** Re-evaluated on every record and on exit; true when done. */
   readonly poll: () => boolean
@@ -176,46 +39,11 @@ export class PiRpc {
 
   /** Spawn Pi; call `start()` before using it. */
   constructor(options: PiRpcOptions) {
-    assertNodeVersion()
-    if (options.extensionPath !== null && !isAbsolute(options.extensionPath)) {
-      throw new Error(`pi-rpc: extensionPath must be absolute, got ${options.extensionPath}`)
-    }
+    const { args, cwd, env } = piCommand(options)
     this.options = options
     this.knownSessionFile = options.sessionFile
-    const { sandbox } = options
-    const args = [
-      piCliPath(),
-      "--mode",
-      "rpc",
-      "--provider",
-      "mock",
-      "--model",
-      "mock-model",
-      "--session-dir",
-      sandbox.sessionDir,
-      ...(options.discoverExtensions === true ? [] : ["--no-extensions"]),
-      ...(options.extensionPath === null ? [] : ["-e", options.extensionPath]),
-      "--no-skills",
-      "--no-prompt-templates",
-      "--no-context-files",
-      "--offline",
-      ...(options.sessionFile === undefined ? [] : ["--session", options.sessionFile]),
-      ...(options.extraArgs ?? [])
-    ]
     this.spawnedAt = performance.now()
-    this.child = spawn(process.execPath, args, {
-      cwd: sandbox.workDir,
-      env: {
-        PATH: process.env.PATH ?? "",
-        PI_CODING_AGENT_DIR: sandbox.agentDir,
-        PI_OFFLINE: "1",
-        PI_SKIP_VERSION_CHECK: "1",
-        PI_TELEMETRY: "0",
-        HOME: sandbox.homeDir,
-        ...options.env
-      },
-      stdio: ["pipe", "pipe", "pipe"]
-    })
+    this.child = spawn(process.execPath, args, { cwd, env, stdio: ["pipe", "pipe", "pipe"] })
     this.child.stdout.setEncoding("utf8")
     this.child.stderr.setEncoding("utf8")
     this.child.stdout.on("data", (chunk: string) => this.onStdout(chunk))

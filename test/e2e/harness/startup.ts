@@ -4,7 +4,8 @@
  */
 import { existsSync, readFileSync } from "node:fs"
 import { startMockOpenAI } from "./mock-openai.ts"
-import { createPiSandbox, PiRpc } from "./pi-rpc.ts"
+import { PiRpc } from "./pi-rpc.ts"
+import { createPiSandbox } from "./pi-sandbox.ts"
 
 export interface StartupMeasurement {
   readonly extensionPath: string | null

@@ -24,7 +24,7 @@ import { dirname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
 import { Schema } from "effect"
-import { piCliPath } from "../harness/pi-rpc.ts"
+import { piCliPath } from "../harness/pi-sandbox.ts"
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..")
 export const PACKAGE_NAME = "pi-workflow-turns"

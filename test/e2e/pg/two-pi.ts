@@ -15,7 +15,8 @@ import { CRASH_AT_ENV, type CrashPoint } from "../../../src/delivery/crash-point
 import type { Trial } from "../../crash/pi-crash.ts"
 import { extensionEntry } from "../extension/lab.ts"
 import { type MockOpenAI, startMockOpenAI } from "../harness/mock-openai.ts"
-import { createPiSandbox, type PiRpc, type PiSandbox, startPi } from "../harness/pi-rpc.ts"
+import { type PiRpc, startPi } from "../harness/pi-rpc.ts"
+import { createPiSandbox, type PiSandbox } from "../harness/pi-sandbox.ts"
 import { customMessages } from "../harness/session-file.ts"
 
 const IntentRow = Schema.Struct({

@@ -1,0 +1,113 @@
+/** The SQLite databases the CLI tests read, written by the real stores. */
+import { Context, Effect, Layer, TestClock, TestContext } from "effect"
+import { layerStores } from "../../src/app/layers.ts"
+import { RunStore } from "../../src/store/run-store.ts"
+import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
+import { LaunchStore } from "../../src/terminal/launch-store.ts"
+import { sampleFacts, sampleIntent } from "../support/fixtures.ts"
+import { newRun, resolvedIntent } from "./cli-support.ts"
+
+export const withStores = <A, E>(
+  filename: string,
+  program: Effect.Effect<A, E, TurnIntentStore | RunStore>
+) =>
+  Effect.scoped(
+    Effect.flatMap(Layer.build(layerStores({ filename })), (context) =>
+      Effect.provide(program, Context.pick(TurnIntentStore, RunStore)(context))
+    )
+  )
+
+/** A failed run restarted once: the launch row carries the lineage the CLI shows. */
+export const seedChain = (filename: string) =>
+  Effect.scoped(
+    Effect.flatMap(Layer.build(layerStores({ filename })), (context) =>
+      Effect.gen(function* () {
+        const runs = Context.get(context, RunStore)
+        const launches = Context.get(context, LaunchStore)
+        yield* runs.reserve(newRun("run-first", "session-c"))
+        yield* runs.claim({ runId: "run-first", token: "t1", leaseMs: 60_000, mode: "activate" })
+        yield* runs.settle(
+          { runId: "run-first", token: "t1" },
+          {
+            next: {
+              _tag: "End",
+              state: "failed",
+              error: { message: "boom", nodeId: "hello", original: null }
+            }
+          }
+        )
+        const fingerprint = "f".repeat(64)
+        yield* launches.reserve(
+          {
+            kind: "restart",
+            lineage: {
+              rootRunId: "run-first",
+              parentRunId: "run-first",
+              restartNumber: 1,
+              parentFingerprint: fingerprint,
+              earlier: [
+                { runId: "run-first", state: "failed", reasonKind: "failed", fingerprint, summary: "boom" }
+              ]
+            },
+            terminal: null,
+            toolCallId: null
+          },
+          Effect.as(runs.reserve(newRun("run-second", "session-c")), { runId: "run-second" })
+        )
+      })
+    )
+  )
+
+/** A completed run with two steps and a resolved intent; a running run with an eligible intent. */
+export const seedHealthy = Effect.gen(function* () {
+  const runs = yield* RunStore
+  const intents = yield* TurnIntentStore
+  yield* runs.reserve(newRun("run-done", "session-a"))
+  yield* runs.claim({ runId: "run-done", token: "t1", leaseMs: 60_000, mode: "activate" })
+  const fence = { runId: "run-done", token: "t1" }
+  yield* runs.startStep(fence, { nodeId: "hello", attemptId: "att-1" })
+  yield* runs.settle(fence, {
+    attemptId: "att-1",
+    step: { _tag: "Outcome", outcome: "timed_out", error: "step timed out after 1s", timeoutMs: 1_000 },
+    next: { _tag: "Continue", nodeId: "bye" }
+  })
+  yield* runs.startStep(fence, { nodeId: "bye", attemptId: "att-2" })
+  yield* runs.settle(fence, {
+    attemptId: "att-2",
+    step: { _tag: "Outcome", outcome: "ok", output: { greeting: "hi" }, timeoutMs: null },
+    next: { _tag: "End", state: "completed", result: { greeting: "hi" } }
+  })
+  const done = yield* resolvedIntent(
+    intents,
+    sampleIntent({ runId: "run-done", targetSessionId: "session-a", sourceEventId: "ev-1", nodeId: "hello" })
+  )
+  yield* runs.reserve(newRun("run-live", "session-b"))
+  yield* runs.claim({ runId: "run-live", token: "t2", leaseMs: 600_000, mode: "activate" })
+  yield* intents.ensure(
+    sampleIntent({
+      runId: "run-live",
+      targetSessionId: "session-b",
+      sourceEventId: "ev-2",
+      eligible: true,
+      facts: sampleFacts({ runId: "run-live" })
+    })
+  )
+  return done
+})
+
+/**
+ * Under a TestClock at 1970 every record is decades old: a pending intent that never became
+ * eligible, an intent whose delivery claim expired, a running run whose lease ended.
+ */
+export const seedStale = Effect.gen(function* () {
+  const runs = yield* RunStore
+  const intents = yield* TurnIntentStore
+  yield* intents.ensure(sampleIntent({ runId: "run-lost", sourceEventId: "ev-lost", targetSessionId: "s-1" }))
+  yield* intents.ensure(
+    sampleIntent({ runId: "run-claimed", sourceEventId: "ev-c", targetSessionId: "s-2", eligible: true })
+  )
+  yield* intents.claimEligibleForSession({ targetSessionId: "s-2", limit: 1, token: "gone", leaseMs: 1_000 })
+  yield* runs.reserve(newRun("run-abandoned", "s-3"))
+  yield* runs.claim({ runId: "run-abandoned", token: "dead-runner", leaseMs: 1_000, mode: "activate" })
+  yield* TestClock.adjust(5_000)
+}).pipe(Effect.provide(TestContext.TestContext))
