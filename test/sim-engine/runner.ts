@@ -142,7 +142,7 @@ export const runEngineSchedule = async (
     program.pipe(
       Effect.withClock(clock),
       Effect.scoped,
-      Logger.withMinimumLogLevel(LogLevel.None),
+      Logger.withMinimumLogLevel(process.env.SIM_LOG ? LogLevel.Debug : LogLevel.None),
       Effect.disconnect,
       Effect.timeoutFail({
         duration: options.hangAfterMs ?? 30_000,
