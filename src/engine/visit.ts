@@ -102,7 +102,8 @@ const markSuccessorSent = (deps: RunnerDeps, run: ActiveRun) =>
         )
       )
     )
-    if (cleared) yield* Ref.update(run.memory, (m) => (m.answered === answered ? { ...m, answered: null } : m))
+    if (cleared)
+      yield* Ref.update(run.memory, (m) => (m.answered === answered ? { ...m, answered: null } : m))
   })
 
 /**
