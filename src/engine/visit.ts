@@ -88,8 +88,22 @@ const markSuccessorSent = (deps: RunnerDeps, run: ActiveRun) =>
     if (memory.outstanding === null) return
     const answered = memory.outstanding
     yield* Ref.update(run.memory, (m) => ({ ...m, outstanding: null, answered }))
-    yield* deps.store.clearInterruption(run.fence)
-    yield* Ref.update(run.memory, (m) => (m.answered === answered ? { ...m, answered: null } : m))
+    // A failed clear must not stop the runner: the prompt is out, and a stopped runner's memory
+    // (which knows the abort is answered) is lost, so the next owner would take the row's abort
+    // as outstanding and its end would reuse the intent the prompt resolved (seed 9779).
+    const cleared = yield* deps.store.clearInterruption(run.fence).pipe(
+      Effect.as(true),
+      Effect.catchTag("StoreFailure", (error) =>
+        Effect.as(
+          Effect.logWarning(
+            `workflow run ${run.runId}: the answered abort stays on the row until the run's end: ${error.message}`
+          ),
+          false
+        )
+      )
+    )
+    if (cleared)
+      yield* Ref.update(run.memory, (m) => (m.answered === answered ? { ...m, answered: null } : m))
   })
 
 /**

@@ -13,7 +13,7 @@ import { runTool } from "../../src/app/tool-actions.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
-import { StoreFaults } from "../../src/testing/store-faults.ts"
+import { RunStoreFaults, StoreFaults } from "../../src/testing/store-faults.ts"
 import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { layerAppUnderFaults } from "../faults/app-under-faults.ts"
 import { until } from "../support/poll.ts"
@@ -117,6 +117,52 @@ describe("a natural successor sent while the intent store cannot be read", () =>
         expect(yield* messagesOf(app, FALLBACK, runId)).toHaveLength(1)
         // The prompt carries the timeout's intent: the branch records what it answered.
         expect(prompts[1]?.details).toMatchObject({ turnIntentId: timedOut?.intentId })
+      }).pipe(Effect.scoped, Logger.withMinimumLogLevel(LogLevel.None)),
+    30_000
+  )
+
+  it.live(
+    "a prompt whose abort's clear fails keeps its runner: the agent's later cancel gets the run's fallback (seed 9779)",
+    () =>
+      Effect.gen(function* () {
+        // The runner used to stop on the failed clear: the run stayed claimed and running, with
+        // the answered abort on its row, so the next owner's end reused the resolved intent.
+        const filename = yield* tempDbPath
+        const app = yield* buildApp(filename)
+        const engine = ctx(app, Engine)
+        const intents = ctx(app, TurnIntentStore)
+        const { runId } = yield* Effect.orDie(
+          engine.start({ workflow: "routed", input: {}, sessionId: "s1", origin: "tool" })
+        )
+        yield* Effect.orDie(engine.activate("s1"))
+        yield* until(messagesOf(app, STEP, runId), (m) => m.length === 1, "the review prompt")
+        yield* until(ctx(app, PiSessionFake).aborts, (n) => n === 1, "the timeout's abort")
+        yield* until(intents.list({ runId, limit: 10 }), (l) => l.length === 1, "intent")
+        const runFaults = ctx(app, RunStoreFaults)
+        yield* runFaults.inject("clearInterruption", { _tag: "ReadOnly" })
+        yield* settle(app, true, false)
+        yield* until(messagesOf(app, STEP, runId), (m) => m.length === 2, "the recovery prompt")
+        yield* until(runFaults.fired, (fired) => (fired.ReadOnly ?? 0) > 0, "the clear refused")
+        yield* runFaults.clear()
+        const reply = yield* runTool({ _tag: "cancel", runId }).pipe(Effect.provide(app))
+        expect(reply.isError).toBe(false)
+        yield* until(
+          Effect.map(ctx(app, RunStore).get(runId), (r) => (r._tag === "Some" ? r.value.state : null)),
+          (s) => s === "cancelled",
+          "the run cancelled"
+        )
+        const rows = yield* until(
+          Effect.zipRight(settle(app, true, true), intents.list({ runId, limit: 10 })),
+          (l) => l.length === 2 && l.every((i) => i.resolvedAt !== null),
+          "every intent resolved"
+        )
+        const byCause = Object.fromEntries(rows.map((i) => [i.cause, i.resolution]))
+        expect(byCause).toEqual({ timedOut: "workflowPrompt", agentCancelled: "fallback" })
+        yield* settle(app, false, true)
+        expect(yield* messagesOf(app, FALLBACK, runId)).toHaveLength(1)
+        // The row's abort is the agent's cancel, not the timeout the prompt answered.
+        const ended = yield* Effect.orDie(ctx(app, RunStore).get(runId))
+        expect(ended._tag === "Some" ? ended.value.abort?.cause : null).toBe("agentCancelled")
       }).pipe(Effect.scoped, Logger.withMinimumLogLevel(LogLevel.None)),
     30_000
   )

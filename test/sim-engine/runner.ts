@@ -122,7 +122,12 @@ export const runEngineSchedule = async (
     let quietRounds = 0
     for (; rounds < 60 && quietRounds < 3; rounds++) {
       const before = (yield* world.fake.sent).length
-      if ((yield* world.fake.phase) !== "idle") yield* world.settle((yield* world.fake.phase) === "aborting")
+      if ((yield* world.fake.phase) !== "idle") {
+        yield* world.settle((yield* world.fake.phase) === "aborting")
+        // A turn the user escaped settles into a user hold; the user comes back and lifts it, as
+        // before the drain (a hold that never lifts holds every fallback back: seed 10305).
+        yield* world.releaseHold
+      }
       yield* clock.advance(Math.max(LEASE_MS, RUN_LEASE_MS) + 1_000)
       yield* clock.quiesce
       const after = (yield* world.fake.sent).length
@@ -142,7 +147,7 @@ export const runEngineSchedule = async (
     program.pipe(
       Effect.withClock(clock),
       Effect.scoped,
-      Logger.withMinimumLogLevel(LogLevel.None),
+      Logger.withMinimumLogLevel(process.env.SIM_LOG ? LogLevel.Debug : LogLevel.None),
       Effect.disconnect,
       Effect.timeoutFail({
         duration: options.hangAfterMs ?? 30_000,

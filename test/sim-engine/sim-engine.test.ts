@@ -84,6 +84,21 @@ describe("engine simulation", () => {
     expect(result.violations).toEqual([])
   }, 60_000)
 
+  it("a prompt whose abort's clear failed keeps its runner (seed 9779)", async () => {
+    // The failed clear stopped the runner; the next owner took the answered timeout for
+    // outstanding, and the agent's cancel reused its resolved intent: no terminal turn.
+    const result = await runEngineSeed(9779)
+    expect(result.violations).toEqual([])
+  }, 60_000)
+
+  it("the drain lifts a user hold the last escaped turn sets (seed 10305)", async () => {
+    // World fix: a process died after sending a fallback and before resolving it; the schedule's
+    // last turn was escaped, and its settle in the drain held the session after the drain had
+    // lifted the hold, so the branch repair that resolves the fallback never ran.
+    const result = await runEngineSeed(10305)
+    expect(result.violations).toEqual([])
+  }, 60_000)
+
   it("a schedule that cannot finish is reported as a violation within the wall-clock guard", async () => {
     const result = await runEngineSeed(1, { mutation: "hang", hangAfterMs: 2_000 })
     expect(result.violations.join("\n")).toMatch(/the schedule hung/)
