@@ -10,7 +10,7 @@ import { intentRequest } from "../domain/intent-request.ts"
 import { identify } from "../interruption/intent-ids.ts"
 import { terminalEvent } from "../interruption/run-debts.ts"
 import { ABORT_LOCK_BUDGET_MS, withLockBudget } from "../store/database.ts"
-import type { HandoffResult, RunRecord } from "../store/run-store.ts"
+import { type HandoffResult, type RunRecord, supersedes } from "../store/run-store.ts"
 import type { ActiveRun, RunnerDeps, VisitState } from "./active-run.ts"
 
 /** Longest an abort waits for its provenance write (the intent persist has its own bound). */
@@ -57,6 +57,18 @@ export const interrupt = (
       cause = "claimLost"
       reason = "another runner took over the workflow run"
     }
+    // The new owner has already sent the prompt of a newer attempt: that prompt is the session's
+    // successor turn (the model answers it, or it follows the turn still running). This abort
+    // owes nothing and stops nothing; a claim-loss intent here would be a second terminal
+    // message beside the new owner's own (seed 9407).
+    if (
+      cause === "claimLost" &&
+      claim._tag === "Right" &&
+      Option.isSome(claim.right) &&
+      supersedes(claim.right.value, visit.attemptId)
+    ) {
+      return yield* superseded(run)
+    }
     // Ended by another runner before this one learned of its loss: when that end owes its own
     // successor, this abort keeps that intent (no second one for the same stop) and records nothing.
     let ended =
@@ -93,6 +105,7 @@ export const interrupt = (
               Effect.interruptible
             )
         : null
+    if (early?._tag === "Superseded") return yield* superseded(run)
     if (early?._tag === "Ended") ended = owedEnd(early.run)
     const write: Effect.Effect<HandoffResult | null, unknown> =
       ended !== null
@@ -142,6 +155,13 @@ export const interrupt = (
     }
     return provenance
   })
+
+/** Claim loss after the new owner's newer prompt: nothing to record, abort or publish. */
+const superseded = (run: ActiveRun) =>
+  Effect.as(
+    Effect.logInfo(`workflow run ${run.runId}: claim lost after the new owner's newer prompt; no abort`),
+    null
+  )
 
 /** The terminal event of an ended run whose end owes a successor turn of its own, else null. */
 const owedEnd = (record: RunRecord) => {

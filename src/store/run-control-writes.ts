@@ -9,7 +9,7 @@ import { asStoreFailure, StoreFailure } from "./store-errors.ts"
 import type { DatabaseService } from "./database.ts"
 import { iso, type RunReads } from "./run-fenced-writes.ts"
 import { decodeRunEvents, toRunEvent } from "./run-rows.ts"
-import { isTerminal, type RunStoreService } from "./run-store.ts"
+import { isTerminal, type RunStoreService, supersedes } from "./run-store.ts"
 
 export const makeControlWrites = (
   sql: SqlClient.SqlClient,
@@ -26,10 +26,15 @@ export const makeControlWrites = (
           interruptions = max(interruptions, ${p.interruption + 1}), updated_at = ${now}
         WHERE run_id = ${runId} AND abort_pending = 0
           AND state NOT IN ('completed', 'failed', 'timed_out', 'cancelled')
+          AND NOT (${p.attemptId} IS NOT NULL AND current_attempt_id IS NOT NULL
+            AND current_attempt_id != ${p.attemptId})
         RETURNING run_id`
       const run = yield* requireRun(runId)
       if (rows.length > 0) return { _tag: "Recorded", run } as const
-      return isTerminal(run.state) ? ({ _tag: "Ended", run } as const) : ({ _tag: "Kept", run } as const)
+      if (isTerminal(run.state)) return { _tag: "Ended", run } as const
+      return supersedes(run, p.attemptId)
+        ? ({ _tag: "Superseded", run } as const)
+        : ({ _tag: "Kept", run } as const)
     }).pipe(asStoreFailure("recordHandoff"))
 
   const recordEvent: RunStoreService["recordEvent"] = (runId, event) =>
