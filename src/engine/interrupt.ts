@@ -10,7 +10,7 @@ import { intentRequest } from "../domain/intent-request.ts"
 import { identify } from "../interruption/intent-ids.ts"
 import { terminalEvent } from "../interruption/run-debts.ts"
 import { ABORT_LOCK_BUDGET_MS, withLockBudget } from "../store/database.ts"
-import { type HandoffResult, type RunRecord, supersedes } from "../store/run-store.ts"
+import type { HandoffResult, RunRecord } from "../store/run-store.ts"
 import type { ActiveRun, RunnerDeps, VisitState } from "./active-run.ts"
 
 /** Longest an abort waits for its provenance write (the intent persist has its own bound). */
@@ -57,18 +57,6 @@ export const interrupt = (
       cause = "claimLost"
       reason = "another runner took over the workflow run"
     }
-    // The new owner has already sent the prompt of a newer attempt: that prompt is the session's
-    // successor turn (the model answers it, or it follows the turn still running). This abort
-    // owes nothing and stops nothing; a claim-loss intent here would be a second terminal
-    // message beside the new owner's own (seed 9407).
-    if (
-      cause === "claimLost" &&
-      claim._tag === "Right" &&
-      Option.isSome(claim.right) &&
-      supersedes(claim.right.value, visit.attemptId)
-    ) {
-      return yield* superseded(run)
-    }
     // Ended by another runner before this one learned of its loss: when that end owes its own
     // successor, this abort keeps that intent (no second one for the same stop) and records nothing.
     let ended =
@@ -96,7 +84,7 @@ export const interrupt = (
     const early =
       cause === "claimLost" && ended === null && claim._tag === "Right"
         ? yield* deps.store
-            .recordHandoff(run.runId, provenance)
+            .recordHandoff(run.runId, provenance, { unlessSuperseded: true })
             .pipe(
               withLockBudget(HANDOFF_FIRST_MS),
               Effect.timeout(Duration.millis(HANDOFF_FIRST_MS)),
@@ -105,6 +93,10 @@ export const interrupt = (
               Effect.interruptible
             )
         : null
+    // The new owner has already opened the request of a later step: its prompt is the session's
+    // successor turn (the model answers it, or it follows the turn still running). This abort
+    // owes nothing and stops nothing; a claim-loss intent here would be a second terminal
+    // message beside the one the run's end under the new owner owes (seed 9407).
     if (early?._tag === "Superseded") return yield* superseded(run)
     if (early?._tag === "Ended") ended = owedEnd(early.run)
     const write: Effect.Effect<HandoffResult | null, unknown> =

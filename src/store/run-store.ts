@@ -32,13 +32,6 @@ export type TerminalRunState = "completed" | "failed" | "timed_out" | "cancelled
 export const isTerminal = (state: RunState): state is TerminalRunState =>
   state === "completed" || state === "failed" || state === "timed_out" || state === "cancelled"
 
-/**
- * The run's owner has opened an attempt other than the aborted one: the prompt of that attempt
- * went to the session after the claim changed, so it is the aborted turn's successor.
- */
-export const supersedes = (run: RunRecord, abortedAttemptId: string | null) =>
-  abortedAttemptId !== null && run.currentAttemptId !== null && run.currentAttemptId !== abortedAttemptId
-
 export const StepOutcome = Schema.Literal("ok", "timed_out", "failed", "cancelled")
 export type StepOutcome = typeof StepOutcome.Type
 
@@ -121,8 +114,9 @@ export type HandoffResult =
   /** The new owner has an interruption of its own outstanding; that one is kept. */
   | { readonly _tag: "Kept"; readonly run: RunRecord }
   /**
-   * The new owner has already opened a newer attempt than the aborted one: its prompt is the
-   * session's successor turn, so nothing is recorded and no claim-loss intent is owed.
+   * The new owner has already opened the request of a later step than the aborted one: its
+   * prompt is the session's successor turn, so nothing is recorded and no claim-loss intent is
+   * owed (only when asked for with `unlessSuperseded`).
    */
   | { readonly _tag: "Superseded"; readonly run: RunRecord }
 
@@ -279,12 +273,13 @@ export interface RunStoreService {
   readonly recordInterruption: (fence: Fence, provenance: Provenance) => Fenced<void>
   /**
    * Claim loss: the old runner records the provenance of the turn it aborts, without a claim.
-   * Never overwrites an ended run or an outstanding interruption of the new owner, and records
-   * nothing when the new owner has already opened a newer attempt (`Superseded`).
+   * Never overwrites an ended run or an outstanding interruption of the new owner. With
+   * `unlessSuperseded`, records nothing when the new owner has already opened a later request.
    */
   readonly recordHandoff: (
     runId: string,
-    provenance: Provenance
+    provenance: Provenance,
+    options?: { readonly unlessSuperseded?: boolean }
   ) => Effect.Effect<HandoffResult, RunNotFound | StoreFailure>
   /** A natural successor was sent after the recorded abort. */
   readonly clearInterruption: (fence: Fence) => Fenced<void>

@@ -11,7 +11,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Logger, Option, TestClock } from "effect"
 import { layerAppWith, layerStores } from "../../src/app/layers.ts"
-import { runTool } from "../../src/app/tool-actions.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
@@ -70,19 +69,28 @@ describe("claim loss after the new owner opened a newer attempt", () => {
       yield* Effect.orDie(engine.activate("s1"))
       const branch = yield* until(fake.branch, (m) => m.some((x) => x.customType === STEP), "A's step prompt")
       const details = branch.find((m) => m.customType === STEP)?.details
-      const requestId =
-        typeof details === "object" && details !== null && "requestId" in details
-          ? String(details.requestId)
+      const field = (name: string) =>
+        typeof details === "object" && details !== null && name in details
+          ? String(Reflect.get(details, name))
           : ""
-      // B takes the run over once A's lease has run out and opens its own attempt of the step.
+      const requestId = field("requestId")
+      const attemptA = field("attemptId")
+      // B takes the run over once A's lease has run out, closes A's request and reruns the step:
+      // its own request is open (its prompt goes to the session) before A learns of its loss.
       yield* TestClock.adjust("200 millis")
       yield* Effect.orDie(b.claim({ runId, token: "B", leaseMs: 60_000, mode: "resume" }))
       const fence = { runId, token: "B" }
-      yield* Effect.orDie(b.startStep(fence, { nodeId: "ask", attemptId: "att-B" }))
-      // The agent answers A's prompt: A's write is fenced out and A learns of its loss.
-      yield* Effect.either(
-        runTool({ _tag: "submit", requestId, output: { ok: true } }).pipe(Effect.provide(app))
+      yield* Effect.orDie(
+        b.settle(fence, {
+          attemptId: attemptA,
+          closeRequest: "interrupted",
+          next: { _tag: "Continue", nodeId: "ask" }
+        })
       )
+      yield* Effect.orDie(b.startStep(fence, { nodeId: "ask", attemptId: "att-B" }))
+      yield* Effect.orDie(b.openRequest(fence, { requestId: "req-B", nodeId: "ask", attemptId: "att-B" }))
+      // A learns of its loss at its next lease renewal; its turn is still open.
+      yield* TestClock.adjust("10 minutes")
       // A's claim-loss handling is over once it says so (it logs after its abort, if any).
       yield* until(
         Effect.sync(() => logged.some((m) => m.includes(`${runId}: claim lost; this runner stopped`))),
@@ -90,15 +98,12 @@ describe("claim loss after the new owner opened a newer attempt", () => {
         "A stopped"
       )
       const run = yield* Effect.orDie(b.get(runId))
-      expect(Option.map(run, (r) => [r.abortPending, r.currentAttemptId])).toEqual(
-        Option.some([false, "att-B"])
-      )
+      expect(Option.map(run, (r) => [r.abortPending, r.openRequestId])).toEqual(Option.some([false, "req-B"]))
       expect(yield* fake.aborts).toBe(0)
       expect(yield* Effect.orDie(intents.list({ runId, limit: 10 }))).toEqual([])
-      // The handoff write itself, whatever the reader saw: a newer attempt supersedes it.
-      const handoff = yield* Effect.orDie(
-        b.recordHandoff(runId, { cause: "claimLost", nodeId: "ask", attemptId: "att-A", interruption: 0 })
-      )
+      // The handoff write itself: B's later request supersedes it (and only when asked to).
+      const provenance = { cause: "claimLost" as const, nodeId: "ask", attemptId: attemptA, interruption: 0 }
+      const handoff = yield* Effect.orDie(b.recordHandoff(runId, provenance, { unlessSuperseded: true }))
       expect(handoff._tag).toBe("Superseded")
       expect(Option.map(yield* Effect.orDie(b.get(runId)), (r) => r.abortPending)).toEqual(Option.some(false))
     }).pipe(Effect.provide(capture))
