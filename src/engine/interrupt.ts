@@ -84,7 +84,7 @@ export const interrupt = (
     const early =
       cause === "claimLost" && ended === null && claim._tag === "Right"
         ? yield* deps.store
-            .recordHandoff(run.runId, provenance)
+            .recordHandoff(run.runId, provenance, { unlessSuperseded: true })
             .pipe(
               withLockBudget(HANDOFF_FIRST_MS),
               Effect.timeout(Duration.millis(HANDOFF_FIRST_MS)),
@@ -93,6 +93,11 @@ export const interrupt = (
               Effect.interruptible
             )
         : null
+    // The new owner has already opened the request of a later step: its prompt is the session's
+    // successor turn (the model answers it, or it follows the turn still running). This abort
+    // owes nothing and stops nothing; a claim-loss intent here would be a second terminal
+    // message beside the one the run's end under the new owner owes (seed 9407).
+    if (early?._tag === "Superseded") return yield* superseded(run)
     if (early?._tag === "Ended") ended = owedEnd(early.run)
     const write: Effect.Effect<HandoffResult | null, unknown> =
       ended !== null
@@ -142,6 +147,13 @@ export const interrupt = (
     }
     return provenance
   })
+
+/** Claim loss after the new owner's newer prompt: nothing to record, abort or publish. */
+const superseded = (run: ActiveRun) =>
+  Effect.as(
+    Effect.logInfo(`workflow run ${run.runId}: claim lost after the new owner's newer prompt; no abort`),
+    null
+  )
 
 /** The terminal event of an ended run whose end owes a successor turn of its own, else null. */
 const owedEnd = (record: RunRecord) => {

@@ -60,7 +60,7 @@ export const typedStore = (store: RunStoreService): RunStoreService => {
     startStep: (fence, input) => typed("startStep")(store.startStep(fence, input)),
     openRequest: (fence, input) => typed("openRequest")(store.openRequest(fence, input)),
     recordInterruption: (fence, p) => typed("recordInterruption")(store.recordInterruption(fence, p)),
-    recordHandoff: (runId, p) => typed("recordHandoff")(store.recordHandoff(runId, p)),
+    recordHandoff: (runId, p, options) => typed("recordHandoff")(store.recordHandoff(runId, p, options)),
     clearInterruption: (fence) => typed("clearInterruption")(store.clearInterruption(fence)),
     submit: (fence, input) => typed("submit")(store.submit(fence, input)),
     settle: (fence, settlement) => typed("settle")(store.settle(fence, settlement)),

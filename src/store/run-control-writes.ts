@@ -18,18 +18,32 @@ export const makeControlWrites = (
 ): Pick<RunStoreService, "recordHandoff" | "recordEvent" | "requestPause" | "withdrawPause" | "cancel"> => {
   const { requireRun } = reads
 
-  const recordHandoff: RunStoreService["recordHandoff"] = (runId, p) =>
+  // A request of the run at a later step than the aborted attempt: the new owner built and sent
+  // (or is sending) its own prompt after the claim changed.
+  const laterRequest = (runId: string, attemptId: string | null) =>
+    sql`SELECT 1 FROM workflow_requests q JOIN workflow_steps s ON s.attempt_id = q.attempt_id
+        WHERE q.run_id = ${runId}
+          AND s.seq > (SELECT a.seq FROM workflow_steps a WHERE a.attempt_id = ${attemptId})`
+
+  const recordHandoff: RunStoreService["recordHandoff"] = (runId, p, options) =>
     Effect.gen(function* () {
       const now = iso(yield* Clock.currentTimeMillis)
+      const unless = options?.unlessSuperseded === true ? 1 : 0
       const rows = yield* sql`UPDATE workflow_runs SET abort_cause = ${p.cause}, abort_node_id = ${p.nodeId},
           abort_attempt_id = ${p.attemptId}, abort_interruption = ${p.interruption}, abort_pending = 1,
           interruptions = max(interruptions, ${p.interruption + 1}), updated_at = ${now}
         WHERE run_id = ${runId} AND abort_pending = 0
           AND state NOT IN ('completed', 'failed', 'timed_out', 'cancelled')
+          AND NOT (${unless} = 1 AND EXISTS (${laterRequest(runId, p.attemptId)}))
         RETURNING run_id`
       const run = yield* requireRun(runId)
       if (rows.length > 0) return { _tag: "Recorded", run } as const
-      return isTerminal(run.state) ? ({ _tag: "Ended", run } as const) : ({ _tag: "Kept", run } as const)
+      if (isTerminal(run.state)) return { _tag: "Ended", run } as const
+      // A later request never goes away: one that kept the row as it was is still there.
+      const later =
+        unless === 1 &&
+        (yield* sql`SELECT 1 AS later WHERE EXISTS (${laterRequest(runId, p.attemptId)})`).length > 0
+      return later ? ({ _tag: "Superseded", run } as const) : ({ _tag: "Kept", run } as const)
     }).pipe(asStoreFailure("recordHandoff"))
 
   const recordEvent: RunStoreService["recordEvent"] = (runId, event) =>

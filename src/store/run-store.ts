@@ -113,6 +113,12 @@ export type HandoffResult =
   | { readonly _tag: "Ended"; readonly run: RunRecord }
   /** The new owner has an interruption of its own outstanding; that one is kept. */
   | { readonly _tag: "Kept"; readonly run: RunRecord }
+  /**
+   * The new owner has already opened the request of a later step than the aborted one: its
+   * prompt is the session's successor turn, so nothing is recorded and no claim-loss intent is
+   * owed (only when asked for with `unlessSuperseded`).
+   */
+  | { readonly _tag: "Superseded"; readonly run: RunRecord }
 
 export interface StepRecord {
   readonly runId: string
@@ -267,11 +273,13 @@ export interface RunStoreService {
   readonly recordInterruption: (fence: Fence, provenance: Provenance) => Fenced<void>
   /**
    * Claim loss: the old runner records the provenance of the turn it aborts, without a claim.
-   * Never overwrites an ended run or an outstanding interruption of the new owner.
+   * Never overwrites an ended run or an outstanding interruption of the new owner. With
+   * `unlessSuperseded`, records nothing when the new owner has already opened a later request.
    */
   readonly recordHandoff: (
     runId: string,
-    provenance: Provenance
+    provenance: Provenance,
+    options?: { readonly unlessSuperseded?: boolean }
   ) => Effect.Effect<HandoffResult, RunNotFound | StoreFailure>
   /** A natural successor was sent after the recorded abort. */
   readonly clearInterruption: (fence: Fence) => Fenced<void>

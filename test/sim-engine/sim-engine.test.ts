@@ -36,6 +36,14 @@ describe("engine simulation", () => {
     }
   }, 60_000)
 
+  it("a claim loss after the new owner's newer prompt owes no intent: one terminal message for the cancelled run (seed 9407)", async () => {
+    // The old owner learned of its loss after the new owner had sent the prompt of a newer
+    // attempt and recorded a claim-loss intent; the agent's cancel under the new owner then
+    // owed its own. The newer prompt is the successor, so the old owner now records nothing.
+    const result = await runEngineSeed(9407)
+    expect(result.violations).toEqual([])
+  })
+
   it("a recovery prompt sent while the intent store failed answers its timeout: one fallback for the cancelled run (seed 666)", async () => {
     // The timeout's recovery prompt went out without its intent (listing intents failed), then
     // the agent cancelled: both intents got a fallback. The prompt now carries the timeout's

@@ -1,0 +1,111 @@
+/**
+ * Claim loss after the new owner's newer prompt (engine-simulation seed 9407): runner B took the
+ * run over and opened a newer attempt (its prompt went to the session) before runner A learned
+ * that its claim was lost. B's prompt is the session's successor turn, so A records no handoff,
+ * aborts nothing and stores no claim-loss intent; otherwise the run's later end under B (the
+ * agent's cancel) owes a second terminal message beside A's claim-loss fallback.
+ *
+ * Real SQLite file shared by A (the whole application graph) and B (a second store connection).
+ * The Effect clocks are TestClock; the test waits in real time.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Layer, Logger, Option, TestClock } from "effect"
+import { layerAppWith, layerStores } from "../../src/app/layers.ts"
+import { Engine } from "../../src/engine/engine.ts"
+import { RunStore } from "../../src/store/run-store.ts"
+import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
+import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
+import { layerFake, PiSessionFake } from "../../src/testing.ts"
+import { databaseLayerAt } from "../support/backend.ts"
+import { tempDbPath } from "../support/temp-db.ts"
+
+const STEP = "pi-workflows-agent-step"
+
+const patient = {
+  name: "patient",
+  startAt: "ask",
+  nodes: { ask: { type: "agent", prompt: "answer", timeoutMs: null } },
+  edges: []
+}
+
+/** Real-time polling: the Effect clock is TestClock, which nothing here advances meanwhile. */
+const until = <A, E>(effect: Effect.Effect<A, E>, check: (a: A) => boolean, what: string) =>
+  Effect.gen(function* () {
+    for (let i = 0; i < 400; i++) {
+      const value = yield* Effect.orDie(effect)
+      if (check(value)) return value
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 10)))
+    }
+    return yield* Effect.dieMessage(`not reached: ${what}`)
+  })
+
+/** Messages logged by the application, to learn when A's runner has stopped. */
+const logged: Array<string> = []
+const capture = Logger.add(Logger.make(({ message }) => logged.push(String(message))))
+
+describe("claim loss after the new owner opened a newer attempt", () => {
+  it.scoped("the old runner records no handoff, aborts nothing and stores no claim-loss intent", () =>
+    Effect.gen(function* () {
+      const filename = yield* tempDbPath
+      const b = Context.get(
+        yield* Layer.build(RunStoreSqlite.layer.pipe(Layer.provideMerge(databaseLayerAt(filename)))),
+        RunStore
+      )
+      const app = yield* Layer.build(
+        layerAppWith(layerStores({ filename, busyTimeoutMs: 100 }), {
+          workflows: [patient],
+          // A's lease runs out after 150 ms and it does not renew before learning of its loss.
+          engine: { leaseMs: 150, renewEveryMs: 600_000 },
+          core: { coordinator: { syncIntervalMs: null } },
+          maintenanceIntervalMs: null
+        }).pipe(Layer.provideMerge(layerFake({ sessionId: "s1" })))
+      )
+      const engine = Context.get(app, Engine)
+      const fake = Context.get(app, PiSessionFake)
+      const intents = Context.get(app, TurnIntentStore)
+      const { runId } = yield* Effect.orDie(
+        engine.start({ workflow: "patient", input: {}, sessionId: "s1", origin: "tool" })
+      )
+      yield* Effect.orDie(engine.activate("s1"))
+      const branch = yield* until(fake.branch, (m) => m.some((x) => x.customType === STEP), "A's step prompt")
+      const details = branch.find((m) => m.customType === STEP)?.details
+      const field = (name: string) =>
+        typeof details === "object" && details !== null && name in details
+          ? String(Reflect.get(details, name))
+          : ""
+      const requestId = field("requestId")
+      const attemptA = field("attemptId")
+      // B takes the run over once A's lease has run out, closes A's request and reruns the step:
+      // its own request is open (its prompt goes to the session) before A learns of its loss.
+      yield* TestClock.adjust("200 millis")
+      yield* Effect.orDie(b.claim({ runId, token: "B", leaseMs: 60_000, mode: "resume" }))
+      const fence = { runId, token: "B" }
+      yield* Effect.orDie(
+        b.settle(fence, {
+          attemptId: attemptA,
+          closeRequest: "interrupted",
+          next: { _tag: "Continue", nodeId: "ask" }
+        })
+      )
+      yield* Effect.orDie(b.startStep(fence, { nodeId: "ask", attemptId: "att-B" }))
+      yield* Effect.orDie(b.openRequest(fence, { requestId: "req-B", nodeId: "ask", attemptId: "att-B" }))
+      // A learns of its loss at its next lease renewal; its turn is still open.
+      yield* TestClock.adjust("10 minutes")
+      // A's claim-loss handling is over once it says so (it logs after its abort, if any).
+      yield* until(
+        Effect.sync(() => logged.some((m) => m.includes(`${runId}: claim lost; this runner stopped`))),
+        (done) => done,
+        "A stopped"
+      )
+      const run = yield* Effect.orDie(b.get(runId))
+      expect(Option.map(run, (r) => [r.abortPending, r.openRequestId])).toEqual(Option.some([false, "req-B"]))
+      expect(yield* fake.aborts).toBe(0)
+      expect(yield* Effect.orDie(intents.list({ runId, limit: 10 }))).toEqual([])
+      // The handoff write itself: B's later request supersedes it (and only when asked to).
+      const provenance = { cause: "claimLost" as const, nodeId: "ask", attemptId: attemptA, interruption: 0 }
+      const handoff = yield* Effect.orDie(b.recordHandoff(runId, provenance, { unlessSuperseded: true }))
+      expect(handoff._tag).toBe("Superseded")
+      expect(Option.map(yield* Effect.orDie(b.get(runId)), (r) => r.abortPending)).toEqual(Option.some(false))
+    }).pipe(Effect.provide(capture))
+  )
+})
