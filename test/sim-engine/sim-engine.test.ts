@@ -52,6 +52,13 @@ describe("engine simulation", () => {
     expect(result.violations).toEqual([])
   }, 60_000)
 
+  it("a timed-out step whose route completed the run: one terminal message, not a presentation and a fallback (seed 5454)", async () => {
+    // The same family as 666 for a completed run: the timeout's intent and the completed run's
+    // intent were each answered; fixed by the same answered-abort change.
+    const result = await runEngineSeed(5454)
+    expect(result.violations).toEqual([])
+  }, 60_000)
+
   it("an agent cancel the runner applies between steps owes its terminal turn (seeds 794, 1339, 1494, 2202, 2211, 861, 2500)", async () => {
     // The runner applied the agent's cancel at a step boundary (the run was parked or between
     // steps) without provenance, so the model never heard of the cancelled run.
