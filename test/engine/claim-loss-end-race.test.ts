@@ -20,28 +20,12 @@ import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { layerGated } from "../../src/testing/store-guards.ts"
 import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { databaseLayerAt } from "../support/backend.ts"
+import { untilOnRealTimers as until } from "../support/poll.ts"
 import { tempDbPath } from "../support/temp-db.ts"
+import { patient } from "../support/workflows.ts"
 
 const STEP = "pi-workflows-agent-step"
 const FALLBACK = "pi-workflows-deferred-turn"
-
-const patient = {
-  name: "patient",
-  startAt: "ask",
-  nodes: { ask: { type: "agent", prompt: "answer", timeoutMs: null } },
-  edges: []
-}
-
-/** Real-time polling: the Effect clock is TestClock, which nothing here advances meanwhile. */
-const until = <A, E>(effect: Effect.Effect<A, E>, check: (a: A) => boolean, what: string) =>
-  Effect.gen(function* () {
-    for (let i = 0; i < 400; i++) {
-      const value = yield* Effect.orDie(effect)
-      if (check(value)) return value
-      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 10)))
-    }
-    return yield* Effect.dieMessage(`not reached: ${what}`)
-  })
 
 describe("claim loss: the new owner's end lands between the old runner's read and its handoff write", () => {
   it.scoped("the old runner's abort keeps the end's intent: one fallback for the run", () =>

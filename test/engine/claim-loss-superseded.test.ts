@@ -17,27 +17,11 @@ import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { databaseLayerAt } from "../support/backend.ts"
+import { untilOnRealTimers as until } from "../support/poll.ts"
 import { tempDbPath } from "../support/temp-db.ts"
+import { patient } from "../support/workflows.ts"
 
 const STEP = "pi-workflows-agent-step"
-
-const patient = {
-  name: "patient",
-  startAt: "ask",
-  nodes: { ask: { type: "agent", prompt: "answer", timeoutMs: null } },
-  edges: []
-}
-
-/** Real-time polling: the Effect clock is TestClock, which nothing here advances meanwhile. */
-const until = <A, E>(effect: Effect.Effect<A, E>, check: (a: A) => boolean, what: string) =>
-  Effect.gen(function* () {
-    for (let i = 0; i < 400; i++) {
-      const value = yield* Effect.orDie(effect)
-      if (check(value)) return value
-      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 10)))
-    }
-    return yield* Effect.dieMessage(`not reached: ${what}`)
-  })
 
 /** Messages logged by the application, to learn when A's runner has stopped. */
 const logged: Array<string> = []

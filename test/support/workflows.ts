@@ -14,3 +14,11 @@ export const crashing = (message: string) => ({
   },
   edges: []
 })
+
+/** A workflow whose only node is an agent step without a time limit: its run waits for the model. */
+export const patient = {
+  name: "patient",
+  startAt: "ask",
+  nodes: { ask: { type: "agent", prompt: "answer", timeoutMs: null } },
+  edges: []
+}
