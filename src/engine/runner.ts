@@ -14,7 +14,7 @@ import { interrupt, onClaimLost, recordAgentCancel, terminal } from "./interrupt
 import { presentRun } from "./presentation.ts"
 import { decide } from "./routing.ts"
 import { deadlineOrigin, SUPERSEDED } from "./step-deadline.ts"
-import { settleWhileOwned } from "./store-retry.ts"
+import { withRunnerSettle } from "./runner-settle.ts"
 import { executeVisit, type VisitResult } from "./visit.ts"
 
 type Step = Effect.Effect<string | null, ClaimLost | StoreFailure>
@@ -331,49 +331,6 @@ const renewals = (deps: RunnerDeps, run: ActiveRun) =>
     ),
     Effect.schedule(Schedule.spaced(deps.settings.renewEveryMs))
   )
-
-/**
- * The runner's settles: every end carries the runner's outstanding abort (see `RunTransition`),
- * so when the abort-time provenance write failed the row still names the intent the terminal
- * event reuses, and an abort a prompt already answered whose clear did not land, to clear it;
- * and every settle is retried while the run is still this runner's (`settleWhileOwned`), so a
- * store fault that heals keeps the outcome the runner acted on.
- */
-const withRunnerSettle = (deps: RunnerDeps, run: ActiveRun): RunnerDeps => {
-  // Past its lease another process may already run the run: a late end must not land then.
-  const owned = Effect.all([deps.closing, Ref.get(run.memory), Clock.currentTimeMillis]).pipe(
-    Effect.map(([closing, memory, now]) => !closing && !memory.claimGone && now < memory.leaseUntil)
-  )
-  const settle = settleWhileOwned(deps.store.settle, {
-    schedule: deps.settleRetry,
-    leaseMs: deps.settings.leaseMs,
-    owned
-  })
-  return {
-    ...deps,
-    store: {
-      ...deps.store,
-      settle: (fence, settlement) =>
-        settlement.next._tag !== "End"
-          ? settle(fence, settlement)
-          : Effect.flatMap(Ref.get(run.memory), ({ outstanding, answered }) =>
-              settle(
-                fence,
-                settlement.next._tag !== "End"
-                  ? settlement
-                  : {
-                      ...settlement,
-                      next: {
-                        ...settlement.next,
-                        ...(outstanding === null ? {} : { abort: outstanding }),
-                        ...(answered === null ? {} : { answered })
-                      }
-                    }
-              )
-            )
-    }
-  }
-}
 
 /** Drive a claimed run until it ends, holds, parks or loses its claim. */
 export const runClaimed = (
