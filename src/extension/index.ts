@@ -13,6 +13,7 @@
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
 import { withoutHidden } from "./context-filter.ts"
+import { makeWireWatch, originOf } from "./request-on-wire.ts"
 import { answeredSuccessor, beforeProviderCall } from "./successor-request.ts"
 import { registerDeferredTurnRenderer } from "./renderer.ts"
 import type { SessionApp } from "./session-app.ts"
@@ -102,23 +103,34 @@ export default function piWorkflowTurns(pi: ExtensionAPI): void {
 
   // Notifications are for the user only and turn triggers only start a turn: no model request
   // ever includes them.
-  // The successor a request answers is known at `context`; it is recorded right before the
-  // provider call (successor-request.ts), the latest point Pi offers.
+  // The successor a request answers is known at `context`; it is recorded once the request left
+  // the process (successor-request.ts, request-on-wire.ts).
   let answering: string | null = null
+  const wire = makeWireWatch()
   pi.on("context", (event) => {
     const messages = withoutHidden(event.messages)
     answering = answeredSuccessor(messages ?? event.messages)
     return messages === undefined ? undefined : { messages }
   })
-  pi.on("before_provider_request", () => {
+  pi.on("before_provider_request", (_event, ctx) => {
     const answers = answering
     answering = null
-    beforeProviderCall(answers, (customType, data) => pi.appendEntry(customType, data))
+    wire.disarm()
+    beforeProviderCall(
+      answers,
+      (then) => wire.arm(originOf(ctx.model?.baseUrl), then),
+      (customType, data) => pi.appendEntry(customType, data)
+    )
     return undefined
   })
+  pi.on("after_provider_response", () => wire.responded())
 
   pi.on("agent_start", async (_event, ctx) => (await app()).observe(ctx))
-  pi.on("agent_end", async (_event, ctx) => (await app()).observe(ctx))
+  pi.on("agent_end", async (_event, ctx) => {
+    // A request still armed here never left (the provider failed before the call).
+    wire.disarm()
+    return (await app()).observe(ctx)
+  })
   pi.on("agent_settled", async (event, ctx) => {
     // Marked before the first await (the application may still be loading): natural delivery
     // must not send while this handler runs, as Pi holds such a send until it returns (rule 4).

@@ -1,10 +1,11 @@
 /**
- * `npm run test:crash -- --trials N [--from S] [--scenario NAME] [--window MS] [--jobs J]`
+ * `npm run test:crash -- --trials N [--from S] [--scenario NAME] [--window MS] [--jobs J] [--keep DIR]`
  *
  * Runs N random-moment kill trials in real Pi (seeds S…S+N-1, scenarios in turn unless one is
  * named), prints one line per trial, a table of verdicts and one summary line (trials/s, lost,
  * duplicate, unanswered, stuck, recovery p50/p95/max), and exits 1 when any trial is not ok.
  * `--jobs J` runs the trials in J worker processes (each trial starts two Pi processes in turn).
+ * `--keep DIR` leaves the evidence of every trial that is not ok under DIR (see `keepDir`).
  */
 import { cliFlags } from "../support/cli-flags.ts"
 import { emitResult, percentiles, runWorkers, seedsOf } from "../support/seed-pool.ts"
@@ -31,12 +32,12 @@ const jobs = Math.max(1, count("jobs", 1))
 const worker = flag("worker") === undefined ? null : { index: count("worker", 0), jobs }
 
 /** The scenario of a seed depends on its place in the range only, not on the worker. */
+const keepDir = flag("keep")
 const trial = (seed: number) =>
-  runKillTrial(
-    scenarios[(seed - range.from) % scenarios.length] ?? "selfCancel",
-    seed,
-    windowMs === undefined ? {} : { windowMs }
-  )
+  runKillTrial(scenarios[(seed - range.from) % scenarios.length] ?? "selfCancel", seed, {
+    ...(windowMs === undefined ? {} : { windowMs }),
+    ...(keepDir === undefined ? {} : { keepDir })
+  })
 
 const isResult = (value: unknown): value is KillTrialResult =>
   typeof value === "object" && value !== null && "verdict" in value && "scenario" in value

@@ -8,7 +8,7 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import BetterSqlite from "better-sqlite3"
 import { Schema } from "effect"
-import type { BEFORE_SUCCESSOR_REQUEST } from "../../src/delivery/crash-env.ts"
+import type { AFTER_SUCCESSOR_REQUEST, BEFORE_SUCCESSOR_REQUEST } from "../../src/delivery/crash-env.ts"
 import { CRASH_AT_ENV, type CrashPoint } from "../../src/delivery/crash-points.ts"
 import { contentText, type MockOpenAI, type ScriptStep, startMockOpenAI } from "../e2e/harness/mock-openai.ts"
 import { type PiRpc, startPi } from "../e2e/harness/pi-rpc.ts"
@@ -110,7 +110,7 @@ const until = async (pi: PiRpc, check: () => boolean, timeoutMs: number): Promis
 
 export const runTrial = async (
   trial: Trial,
-  crashAt: CrashPoint | typeof BEFORE_SUCCESSOR_REQUEST,
+  crashAt: CrashPoint | typeof BEFORE_SUCCESSOR_REQUEST | typeof AFTER_SUCCESSOR_REQUEST,
   /** Further restarts (each after the previous Pi went quiet and was killed). */
   options: { readonly extraRestarts?: number } = {}
 ): Promise<TrialOutcome> => {

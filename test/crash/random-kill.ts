@@ -6,7 +6,7 @@
  * the model saw: the successor messages in the session branch and the model requests answering
  * them.
  */
-import { mkdirSync, writeFileSync } from "node:fs"
+import { cpSync, mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import BetterSqlite from "better-sqlite3"
 import { Schema } from "effect"
@@ -199,6 +199,11 @@ export interface KillTrialOptions {
   readonly windowMs?: number
   /** How long the restarted Pi gets to pay every debt (default 12 s). */
   readonly recoveryDeadlineMs?: number
+  /**
+   * Where a trial that is not ok leaves its evidence (the sandbox with the session file and the
+   * database, the model requests and each Pi's stderr), in `<keepDir>/<scenario>-<seed>`.
+   */
+  readonly keepDir?: string
 }
 
 export const runKillTrial = async (
@@ -245,7 +250,16 @@ export const runKillTrial = async (
     } catch {
       // judged below as it stands
     }
-    return judge({ scenario, seed, killAtMs, dbPath, file, requests: mock.requests(), recoveryMs })
+    const result = judge({ scenario, seed, killAtMs, dbPath, file, requests: mock.requests(), recoveryMs })
+    if (options.keepDir !== undefined && result.verdict !== "ok") {
+      const into = join(options.keepDir, `${scenario}-${seed}`)
+      mkdirSync(into, { recursive: true })
+      cpSync(sandbox.root, join(into, "sandbox"), { recursive: true })
+      writeFileSync(join(into, "requests.json"), JSON.stringify(mock.requests(), null, 2))
+      for (const [i, pi] of processes.entries()) writeFileSync(join(into, `pi-${i + 1}.stderr`), pi.stderr())
+      writeFileSync(join(into, "verdict.txt"), `${formatTrial(result)}\n`)
+    }
+    return result
   } finally {
     for (const pi of processes) await pi.dispose()
     await mock.close()

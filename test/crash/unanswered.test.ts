@@ -2,10 +2,12 @@
  * A successor that Pi wrote but never answered: Pi is killed (SIGKILL, crash point
  * `beforeSuccessorRequest`) after it appended the fallback to the session file and right before
  * the model request for it. The restarted Pi must give it exactly one model turn without a
- * second copy of the message: a hidden trigger that no model request contains.
+ * second copy of the message: a hidden trigger that no model request contains. And the other
+ * side of that moment: killed right after the record that the request was sent
+ * (`afterSuccessorRequest`), the model had the request, so the restart asks nothing again.
  */
 import { describe, expect, it } from "vitest"
-import { BEFORE_SUCCESSOR_REQUEST } from "../../src/delivery/crash-env.ts"
+import { AFTER_SUCCESSOR_REQUEST, BEFORE_SUCCESSOR_REQUEST } from "../../src/delivery/crash-env.ts"
 import { runTrial, type Trial } from "./pi-crash.ts"
 
 const TRIAGE = `export default {
@@ -53,4 +55,18 @@ describe("a successor written but never answered (real Pi)", () => {
     expect(outcome.messageTypes.filter((t) => t === "pi-workflows-turn-trigger")).toHaveLength(1)
     expect(outcome.requests).toBe(4)
   }, 90_000)
+
+  it("killed right after the record that the fallback's request was sent: the model had it, no second turn", async () => {
+    const outcome = await runTrial(selfCancel, AFTER_SUCCESSOR_REQUEST)
+    console.log(
+      `requested: ${outcome.signal}, types ${outcome.messageTypes.join(",")}, requests ${outcome.requests}, ` +
+        `answers ${JSON.stringify(outcome.answersPerIntent)}`
+    )
+    expect(outcome.signal).toBe("SIGKILL")
+    expect(Object.values(outcome.messagesPerIntent)).toEqual([1])
+    // The request recorded as sent reached the model before Pi died (its reply died with Pi).
+    expect(Object.values(outcome.answersPerIntent)).toEqual([1])
+    expect(outcome.messageTypes.filter((t) => t === "pi-workflows-turn-trigger")).toHaveLength(0)
+    expect(outcome.requests).toBe(4) // start, "queued", cancel, the fallback's request before the kill
+  }, 60_000)
 })

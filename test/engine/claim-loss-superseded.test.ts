@@ -57,7 +57,6 @@ describe("claim loss after the new owner opened a newer attempt", () => {
         typeof details === "object" && details !== null && name in details
           ? String(Reflect.get(details, name))
           : ""
-      const requestId = field("requestId")
       const attemptA = field("attemptId")
       // B takes the run over once A's lease has run out, closes A's request and reruns the step:
       // its own request is open (its prompt goes to the session) before A learns of its loss.

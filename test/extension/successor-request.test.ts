@@ -1,27 +1,42 @@
-/** The record written before a model request that answers a terminal successor. */
+/** The record of a model request that answers a terminal successor, once the request is sent. */
 import { describe, expect, it } from "vitest"
-import { beforeModelRequest } from "../../src/extension/successor-request.ts"
+import { answeredSuccessor, beforeProviderCall } from "../../src/extension/successor-request.ts"
 
-const recorded = (messages: ReadonlyArray<unknown>) => {
+const fallback = { role: "custom", customType: "pi-workflows-deferred-turn", content: "x" }
+const presentation = { role: "custom", customType: "pi-workflows-presentation", content: "y" }
+
+/** The request for `messages`: what is recorded before it is sent, and after. */
+const request = (messages: ReadonlyArray<unknown>) => {
   const out: Array<[string, unknown]> = []
-  beforeModelRequest(messages, (type, data) => out.push([type, data]))
-  return out
+  let send: (() => void) | undefined
+  beforeProviderCall(
+    answeredSuccessor(messages),
+    (then) => {
+      send = then
+    },
+    (type, data) => out.push([type, data])
+  )
+  const beforeSend = [...out]
+  send?.()
+  return { beforeSend, afterSend: out, armed: send !== undefined }
 }
 
-describe("beforeModelRequest", () => {
-  it("records a request whose newest message is a fallback or a presentation", () => {
-    const fallback = { role: "custom", customType: "pi-workflows-deferred-turn", content: "x" }
-    const presentation = { role: "custom", customType: "pi-workflows-presentation", content: "y" }
-    expect(recorded([{ role: "user" }, fallback])).toEqual([
+describe("the successor-requested record", () => {
+  it("is written once the request answering a fallback or a presentation has been sent, not before", () => {
+    const answered = request([{ role: "user" }, fallback])
+    expect(answered.beforeSend).toEqual([])
+    expect(answered.afterSend).toEqual([
       ["pi-workflows-successor-requested", { answers: "pi-workflows-deferred-turn" }]
     ])
-    expect(recorded([presentation])).toHaveLength(1)
+    expect(request([presentation]).afterSend).toHaveLength(1)
   })
-  it("records nothing for other requests (a step prompt, a tool result, a user prompt)", () => {
-    expect(recorded([{ role: "custom", customType: "pi-workflows-agent-step" }])).toEqual([])
-    expect(
-      recorded([{ role: "custom", customType: "pi-workflows-deferred-turn" }, { role: "toolResult" }])
-    ).toEqual([])
-    expect(recorded([])).toEqual([])
+  it("is not asked for by other requests (a step prompt, a tool result, a user prompt)", () => {
+    for (const messages of [
+      [{ role: "custom", customType: "pi-workflows-agent-step" }],
+      [fallback, { role: "toolResult" }],
+      []
+    ]) {
+      expect(request(messages)).toEqual({ beforeSend: [], afterSend: [], armed: false })
+    }
   })
 })

@@ -1,0 +1,105 @@
+/**
+ * When a model request has left this process: the moment its last byte was handed to the
+ * operating system. Pi's hooks end before the provider call (`before_provider_request`), and
+ * between that hook and the bytes on the socket lie the SDK's request building and the HTTP
+ * client (0.7–6 ms measured here, more under load): a Pi killed there never sent the request.
+ * Node's HTTP client (undici, behind `fetch`) reports on diagnostics channels when it sent a
+ * request's headers (with the socket) and its body; once the socket's own buffer is empty too,
+ * the bytes are the kernel's, which delivers them even if the process dies the next instant.
+ *
+ * A provider that does not go through `fetch` (a websocket transport, `node:http`) is covered by
+ * its response instead (`responded`): later than the wire, never earlier.
+ */
+import { subscribe } from "node:diagnostics_channel"
+import type { Socket } from "node:net"
+
+const SEND_HEADERS = "undici:client:sendHeaders"
+const BODY_SENT = "undici:request:bodySent"
+
+interface Armed {
+  /** The provider's origin (`http://host:port`), or null to take the next POST to anywhere. */
+  readonly origin: string | null
+  readonly onWire: () => void
+  request?: object
+  socket?: Socket
+}
+
+export interface WireWatch {
+  /** Call `onWire` once, when the next request to `origin` is on the wire (or answered). */
+  readonly arm: (origin: string | null, onWire: () => void) => void
+  /** The provider answered: whatever is still armed was surely sent. */
+  readonly responded: () => void
+  /** The request ended without being sent (a provider error before the call): forget it. */
+  readonly disarm: () => void
+}
+
+const field = (value: unknown, key: string): unknown =>
+  typeof value === "object" && value !== null && key in value ? Reflect.get(value, key) : undefined
+
+const isSocket = (value: unknown): value is Socket =>
+  typeof value === "object" && value !== null && "writableLength" in value && "destroyed" in value
+
+/** An origin for a provider base URL, or null when it has none (then any POST matches). */
+export const originOf = (baseUrl: unknown): string | null => {
+  if (typeof baseUrl !== "string") return null
+  try {
+    return new URL(baseUrl).origin
+  } catch {
+    return null
+  }
+}
+
+/** Subscribes to the HTTP client's channels for the life of the process (one per extension load). */
+export const makeWireWatch = (): WireWatch => {
+  let armed: Armed | null = null
+
+  const fire = (which: Armed) => {
+    if (armed !== which) return
+    armed = null
+    // A channel subscriber that throws would crash Pi. A record that cannot be written leaves
+    // the successor looking unanswered to a restart: one more model request at worst.
+    try {
+      which.onWire()
+    } catch {}
+  }
+
+  // The bytes may still sit in the socket's own buffer when the body is "sent" (a large request
+  // on a full socket): wait until Node handed the last of them to the kernel.
+  const whenFlushed = (which: Armed, socket: Socket | undefined) => {
+    if (armed !== which) return
+    if (socket === undefined || socket.writableLength === 0) return fire(which)
+    if (socket.destroyed) {
+      armed = null
+      return
+    }
+    setImmediate(() => whenFlushed(which, socket))
+  }
+
+  subscribe(SEND_HEADERS, (message) => {
+    const request = field(message, "request")
+    if (armed === null || armed.request !== undefined || typeof request !== "object" || request === null)
+      return
+    if (field(request, "method") !== "POST") return
+    if (armed.origin !== null && field(request, "origin") !== armed.origin) return
+    armed.request = request
+    const socket = field(message, "socket")
+    if (isSocket(socket)) armed.socket = socket
+  })
+  subscribe(BODY_SENT, (message) => {
+    const which = armed
+    if (which === null || which.request === undefined || field(message, "request") !== which.request) return
+    whenFlushed(which, which.socket)
+  })
+
+  return {
+    arm: (origin, onWire) => {
+      armed = { origin, onWire }
+    },
+    responded: () => {
+      if (armed !== null) fire(armed)
+    },
+    disarm: () => {
+      armed = null
+    }
+  }
+}
