@@ -6,10 +6,11 @@
  * trigger message that every model request drops (`context-filter.ts`): the model answers the
  * original message and no second copy of it exists. Pure: the caller reads the branch.
  *
- * Never twice: a trigger already in the branch after the message means it was sent; the
- * extension's record that the model request for it was sent (even when Pi died before the reply
- * was written), a model reply, a user message or any other conversation after it means the
- * message was answered or overtaken.
+ * Never twice: the extension's record that a model request for it left the process (even when
+ * Pi died before the reply was written), a model reply, a user message or any other conversation
+ * after it means the message was answered or overtaken. A trigger alone is not an answer: Pi can
+ * die between appending it and its request, and then the next start triggers again (hidden, so
+ * the model still sees one copy of the successor).
  */
 import {
   DEFERRED_TURN_TYPE,
@@ -39,7 +40,7 @@ export type TriggerDecision =
   | { readonly _tag: "Trigger"; readonly entryId: string }
   | {
       readonly _tag: "None"
-      readonly why: "answered" | "requested" | "alreadyTriggered" | "notOurs" | "empty"
+      readonly why: "answered" | "requested" | "notOurs" | "empty"
     }
 
 const hasTurnIntent = (details: unknown): boolean =>
@@ -67,8 +68,9 @@ export const unansweredSuccessor = (branch: ReadonlyArray<TailEntry>): TriggerDe
     }
     if (entry._tag === "Message") return { _tag: "None", why: "answered" }
     // Display-only notifications never reach the model: they neither answer nor need answering.
-    if (entry.customType === NOTIFICATION_TYPE) continue
-    if (entry.customType === TURN_TRIGGER_TYPE) return { _tag: "None", why: "alreadyTriggered" }
+    // Nor does a trigger: one whose request left the process is followed by the record of it;
+    // one without that record died with Pi before its request, and the successor is still owed.
+    if (entry.customType === NOTIFICATION_TYPE || entry.customType === TURN_TRIGGER_TYPE) continue
     return isSuccessor(entry) ? { _tag: "Trigger", entryId: entry.entryId } : { _tag: "None", why: "notOurs" }
   }
   return { _tag: "None", why: "empty" }

@@ -111,8 +111,12 @@ const until = async (pi: PiRpc, check: () => boolean, timeoutMs: number): Promis
 export const runTrial = async (
   trial: Trial,
   crashAt: CrashPoint | typeof BEFORE_SUCCESSOR_REQUEST | typeof AFTER_SUCCESSOR_REQUEST,
-  /** Further restarts (each after the previous Pi went quiet and was killed). */
-  options: { readonly extraRestarts?: number } = {}
+  options: {
+    /** Further restarts (each after the previous Pi went quiet and was killed). */
+    readonly extraRestarts?: number
+    /** The first restart reaches the same crash point again (and is restarted once more). */
+    readonly crashAgain?: boolean
+  } = {}
 ): Promise<TrialOutcome> => {
   const started = performance.now()
   const mock: MockOpenAI = await startMockOpenAI({ script: [...trial.before, ...trial.after] })
@@ -139,8 +143,17 @@ export const runTrial = async (
     if (first.exited === undefined) await first.kill()
     expireClaims(dbPath)
 
-    let second = await first.restart({ env })
+    let second = await first.restart({
+      env: options.crashAgain === true ? { ...env, [CRASH_AT_ENV]: crashAt } : env
+    })
     processes.push(second)
+    if (options.crashAgain === true) {
+      const again = second
+      await until(again, () => again.exited !== undefined, 15_000)
+      if (again.exited === undefined) await again.kill()
+      second = await again.restart({ env })
+      processes.push(second)
+    }
     // Owed deliveries happen at session start (and in recovered runs): wait for them, then quiet.
     const owed = () => readIntents(dbPath).every((i) => i.resolved_at !== null || i.eligible_at === null)
     await until(second, owed, 8_000)

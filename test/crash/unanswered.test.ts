@@ -56,6 +56,15 @@ describe("a successor written but never answered (real Pi)", () => {
     expect(outcome.requests).toBe(4)
   }, 90_000)
 
+  it("killed again between the trigger's append and its request: the next start triggers once more, one model turn", async () => {
+    const outcome = await runTrial(selfCancel, BEFORE_SUCCESSOR_REQUEST, { crashAgain: true })
+    expect(outcome.signal).toBe("SIGKILL")
+    expect(Object.values(outcome.messagesPerIntent)).toEqual([1])
+    expect(Object.values(outcome.answersPerIntent)).toEqual([1])
+    expect(outcome.messageTypes.filter((t) => t === "pi-workflows-turn-trigger")).toHaveLength(2)
+    expect(outcome.requests).toBe(4)
+  }, 90_000)
+
   it("killed right after the record that the fallback's request was sent: the model had it, no second turn", async () => {
     const outcome = await runTrial(selfCancel, AFTER_SUCCESSOR_REQUEST)
     console.log(

@@ -36,9 +36,15 @@ describe("unansweredSuccessor", () => {
     expect(unansweredSuccessor([presentation("p"), requested, notification])._tag).toBe("None")
     expect(unansweredSuccessor([fallback("f"), state])).toEqual({ _tag: "Trigger", entryId: "f" })
   })
-  it("never twice: a trigger already after the message", () => {
-    expect(unansweredSuccessor([fallback("f"), trigger])).toEqual({ _tag: "None", why: "alreadyTriggered" })
-    expect(unansweredSuccessor([fallback("f"), trigger, notification, other])._tag).toBe("None")
+  it("a trigger whose request was sent is not repeated; one that died with Pi before its request is", () => {
+    const requested: TailEntry = { _tag: "State", customType: "pi-workflows-successor-requested" }
+    expect(unansweredSuccessor([fallback("f"), trigger, requested])).toEqual({ _tag: "None", why: "requested" })
+    expect(unansweredSuccessor([fallback("f"), trigger, requested, notification, other])._tag).toBe("None")
+    expect(unansweredSuccessor([fallback("f"), trigger])).toEqual({ _tag: "Trigger", entryId: "f" })
+    expect(unansweredSuccessor([fallback("f"), trigger, notification, trigger])).toEqual({
+      _tag: "Trigger",
+      entryId: "f"
+    })
   })
   it("answered or overtaken: a model reply, a user message or a summary after it", () => {
     expect(unansweredSuccessor([fallback("f"), assistant])).toEqual({ _tag: "None", why: "answered" })
