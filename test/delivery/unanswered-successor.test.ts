@@ -38,7 +38,10 @@ describe("unansweredSuccessor", () => {
   })
   it("a trigger whose request was sent is not repeated; one that died with Pi before its request is", () => {
     const requested: TailEntry = { _tag: "State", customType: "pi-workflows-successor-requested" }
-    expect(unansweredSuccessor([fallback("f"), trigger, requested])).toEqual({ _tag: "None", why: "requested" })
+    expect(unansweredSuccessor([fallback("f"), trigger, requested])).toEqual({
+      _tag: "None",
+      why: "requested"
+    })
     expect(unansweredSuccessor([fallback("f"), trigger, requested, notification, other])._tag).toBe("None")
     expect(unansweredSuccessor([fallback("f"), trigger])).toEqual({ _tag: "Trigger", entryId: "f" })
     expect(unansweredSuccessor([fallback("f"), trigger, notification, trigger])).toEqual({
