@@ -143,6 +143,7 @@ export default function piWorkflowTurns(pi: ExtensionAPI): void {
   })
   pi.on("session_shutdown", async (_event, ctx) => {
     shutDown = true
+    wire.close()
     if (loading !== undefined) await (await loading).shutdown(ctx)
   })
 }

@@ -10,7 +10,7 @@
  * A provider that does not go through `fetch` (a websocket transport, `node:http`) is covered by
  * its response instead (`responded`): later than the wire, never earlier.
  */
-import { subscribe } from "node:diagnostics_channel"
+import { subscribe, unsubscribe } from "node:diagnostics_channel"
 import type { Socket } from "node:net"
 
 const SEND_HEADERS = "undici:client:sendHeaders"
@@ -31,6 +31,8 @@ export interface WireWatch {
   readonly responded: () => void
   /** The request ended without being sent (a provider error before the call): forget it. */
   readonly disarm: () => void
+  /** Stop listening (the session is shutting down; a reload makes a new watch). */
+  readonly close: () => void
 }
 
 const field = (value: unknown, key: string): unknown =>
@@ -49,7 +51,7 @@ export const originOf = (baseUrl: unknown): string | null => {
   }
 }
 
-/** Subscribes to the HTTP client's channels for the life of the process (one per extension load). */
+/** Subscribes to the HTTP client's channels until `close` (one watch per extension load). */
 export const makeWireWatch = (): WireWatch => {
   let armed: Armed | null = null
 
@@ -75,7 +77,7 @@ export const makeWireWatch = (): WireWatch => {
     setImmediate(() => whenFlushed(which, socket))
   }
 
-  subscribe(SEND_HEADERS, (message) => {
+  const onHeaders = (message: unknown) => {
     const request = field(message, "request")
     if (armed === null || armed.request !== undefined || typeof request !== "object" || request === null)
       return
@@ -84,12 +86,14 @@ export const makeWireWatch = (): WireWatch => {
     armed.request = request
     const socket = field(message, "socket")
     if (isSocket(socket)) armed.socket = socket
-  })
-  subscribe(BODY_SENT, (message) => {
+  }
+  const onBodySent = (message: unknown) => {
     const which = armed
     if (which === null || which.request === undefined || field(message, "request") !== which.request) return
     whenFlushed(which, which.socket)
-  })
+  }
+  subscribe(SEND_HEADERS, onHeaders)
+  subscribe(BODY_SENT, onBodySent)
 
   return {
     arm: (origin, onWire) => {
@@ -100,6 +104,11 @@ export const makeWireWatch = (): WireWatch => {
     },
     disarm: () => {
       armed = null
+    },
+    close: () => {
+      armed = null
+      unsubscribe(SEND_HEADERS, onHeaders)
+      unsubscribe(BODY_SENT, onBodySent)
     }
   }
 }

@@ -83,6 +83,20 @@ describe("request on the wire", () => {
     expect(fired).toBe(0)
   })
 
+  it("reports nothing once closed", async () => {
+    const watch = makeWireWatch()
+    let fired = 0
+    watch.arm(origin, () => fired++)
+    watch.close()
+    const call = fetch(`${origin}/v1/chat/completions`, { method: "POST", body: "{}" })
+    await arrived(1)
+    await settle()
+    watch.responded()
+    for (const h of held.splice(0)) h.respond()
+    await (await call).text()
+    expect(fired).toBe(0)
+  })
+
   it("counts a provider's answer as sent when no HTTP client reported it (a provider outside fetch)", () => {
     const watch = makeWireWatch()
     let fired = 0
