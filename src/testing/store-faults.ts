@@ -11,7 +11,8 @@
  * - Database level, on a real SQLite file: `holdWriteLock` keeps another connection's write
  *   lock, `holdWriteLockInProcess` another process's (real `SQLITE_BUSY` after the busy
  *   budget), and `readOnlyConnection` switches a connection to read-only (real
- *   `SQLITE_READONLY`), all until their scope closes.
+ *   `SQLITE_READONLY`), all until their scope closes. `holdLockInChildProcess` runs a lock
+ *   holder script of your own (another database's lock) in a child process the same way.
  *
  * Nothing here is used at runtime.
  */
@@ -217,24 +218,19 @@ const storesOn = (options: DatabaseOptions) =>
   )
 
 /**
- * Hold the database's write lock from a second process (a child Node process that opens the
- * file and runs BEGIN IMMEDIATE) until the scope closes. Resolves once the lock is held.
+ * Run `script` in a child Node process (with `argument` as its `process.argv[1]`) that takes a
+ * lock and then writes `locked` to stdout; resolves once it has, and fails with a
+ * `StoreFailure` named `operation` when the child exits first. When the scope closes the
+ * child's stdin ends: the script then releases its lock and exits, and the release waits for it.
  */
-export const holdWriteLockInProcess = (filename: string): Effect.Effect<void, StoreFailure, Scope.Scope> =>
+export const holdLockInChildProcess = (
+  script: string,
+  argument: string,
+  operation = "holdLockInChildProcess"
+): Effect.Effect<void, StoreFailure, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.async<ChildProcess, StoreFailure>((resume) => {
-      const script = [
-        'const Sqlite = require("better-sqlite3")',
-        "const db = new Sqlite(process.argv[1])",
-        'db.exec("BEGIN IMMEDIATE")',
-        'process.stdout.write("locked\\n")',
-        'process.stdin.on("data", () => {})',
-        'process.stdin.on("end", () => { db.exec("ROLLBACK"); db.close(); process.exit(0) })'
-      ].join(";")
-      const child = spawn(process.execPath, ["-e", script, filename], {
-        stdio: ["pipe", "pipe", "pipe"],
-        cwd: process.cwd()
-      })
+      const child = spawn(process.execPath, ["-e", script, argument], { stdio: ["pipe", "pipe", "pipe"] })
       let settled = false
       let errors = ""
       child.stderr.on("data", (chunk: Buffer) => {
@@ -246,17 +242,11 @@ export const holdWriteLockInProcess = (filename: string): Effect.Effect<void, St
           resume(Effect.succeed(child))
         }
       })
-      child.on("exit", (code) => {
+      // "close", not "exit": by then stderr is read to its end, so the failure says why.
+      child.on("close", (code) => {
         if (settled) return
         settled = true
-        resume(
-          Effect.fail(
-            new StoreFailure({
-              operation: "holdWriteLockInProcess",
-              message: `lock holder exited ${code}: ${errors}`
-            })
-          )
-        )
+        resume(Effect.fail(new StoreFailure({ operation, message: `lock holder exited ${code}: ${errors}` })))
       })
     }),
     (child) =>
@@ -266,6 +256,23 @@ export const holdWriteLockInProcess = (filename: string): Effect.Effect<void, St
         child.stdin?.end()
       })
   ).pipe(Effect.asVoid)
+
+/** The child of `holdWriteLockInProcess`: BEGIN IMMEDIATE on the file, ROLLBACK when stdin ends. */
+const SQLITE_LOCK_HOLDER = [
+  'const Sqlite = require("better-sqlite3")',
+  "const db = new Sqlite(process.argv[1])",
+  'db.exec("BEGIN IMMEDIATE")',
+  'process.stdout.write("locked\\n")',
+  'process.stdin.on("data", () => {})',
+  'process.stdin.on("end", () => { db.exec("ROLLBACK"); db.close(); process.exit(0) })'
+].join(";")
+
+/**
+ * Hold the database's write lock from a second process (a child Node process that opens the
+ * file and runs BEGIN IMMEDIATE) until the scope closes. Resolves once the lock is held.
+ */
+export const holdWriteLockInProcess = (filename: string): Effect.Effect<void, StoreFailure, Scope.Scope> =>
+  holdLockInChildProcess(SQLITE_LOCK_HOLDER, filename, "holdWriteLockInProcess")
 
 /**
  * Hold the database's write lock from another connection until the scope closes: every write

@@ -15,12 +15,16 @@
  * On PostgreSQL every location from `faultLocation` is routed through its own proxy
  * (test/support/pg-proxy.ts), so the network faults touch only the test that causes them.
  */
-import { spawn } from "node:child_process"
 import { Context, Effect, Exit, Fiber, Schedule, Scope } from "effect"
 import pg from "pg"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { StoreFailure } from "../../src/store/store-errors.ts"
-import { holdWriteLock, holdWriteLockInProcess, readOnlyConnection } from "../../src/testing/store-faults.ts"
+import {
+  holdLockInChildProcess,
+  holdWriteLock,
+  holdWriteLockInProcess,
+  readOnlyConnection
+} from "../../src/testing/store-faults.ts"
 import { freshPgUrl, isPg, isPgLocation, pgQuery } from "../support/backend.ts"
 import { type PgProxy, startPgProxy } from "../support/pg-proxy.ts"
 import { tempDbPath } from "../support/temp-db.ts"
@@ -92,37 +96,7 @@ export const holdLockInProcess = (location: string): Effect.Effect<void, StoreFa
     'process.stdin.on("data", () => {})',
     'process.stdin.on("end", () => client.query("ROLLBACK").then(() => client.end()).then(() => process.exit(0)))'
   ].join(";")
-  return Effect.acquireRelease(
-    Effect.async<ReturnType<typeof spawn>, StoreFailure>((resume) => {
-      const child = spawn(process.execPath, ["-e", script, location], { stdio: ["pipe", "pipe", "pipe"] })
-      let settled = false
-      let errors = ""
-      child.stderr.on("data", (chunk: Buffer) => {
-        errors += chunk.toString()
-      })
-      child.stdout.on("data", (chunk: Buffer) => {
-        if (!settled && chunk.toString().includes("locked")) {
-          settled = true
-          resume(Effect.succeed(child))
-        }
-      })
-      child.on("exit", (code) => {
-        if (settled) return
-        settled = true
-        resume(
-          Effect.fail(
-            new StoreFailure({ operation: "holdLockInProcess", message: `exited ${code}: ${errors}` })
-          )
-        )
-      })
-    }),
-    (child) =>
-      Effect.async<void>((resume) => {
-        if (child.exitCode !== null) return resume(Effect.void)
-        child.on("exit", () => resume(Effect.void))
-        child.stdin?.end()
-      })
-  ).pipe(Effect.asVoid)
+  return holdLockInChildProcess(script, location, "holdLockInProcess")
 }
 
 /** The pool connections of the stores on this database (not the caller's own session). */

@@ -5,6 +5,8 @@
  * connections, an unreachable server and a slow network). Every faulted write leaves the table
  * exactly as it was.
  */
+import { existsSync, readFileSync } from "node:fs"
+import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import {
   Cause,
@@ -28,6 +30,7 @@ import { freshPgUrl, isPg, isPgLocation } from "../support/backend.ts"
 import { startPgProxy } from "../support/pg-proxy.ts"
 import { sampleIntent } from "../support/fixtures.ts"
 import { snapshotIntents } from "../support/store.ts"
+import { tempDir } from "../support/temp-db.ts"
 import { dropConnections, faultLocation, holdLock, LOCKED, READ_ONLY, readOnly } from "./backend-faults.ts"
 
 /** The store at `location` of either backend, wrapped by the scripted kit. */
@@ -155,6 +158,34 @@ describe("real database faults", () => {
       })
       expect(yield* snapshotIntents(filename)).not.toEqual(before)
     }).pipe(Effect.scoped)
+  )
+
+  it.live(
+    "a lock holder script of one's own: held until the scope closes, a typed failure if it dies first",
+    () =>
+      Effect.gen(function* () {
+        // The child writes its pid to a file on release: the scope's close waited for it to exit.
+        const released = join(yield* tempDir(), "released")
+        const holder = [
+          'process.stdout.write("locked\\n")',
+          'process.stdin.on("data", () => {})',
+          `process.stdin.on("end", () => { require("node:fs").writeFileSync(process.argv[1], "done"); process.exit(0) })`
+        ].join(";")
+        const lock = yield* Scope.make()
+        yield* StoreFaultsKit.holdLockInChildProcess(holder, released).pipe(Scope.extend(lock))
+        expect(existsSync(released)).toBe(false)
+        yield* Scope.close(lock, Exit.void)
+        expect(readFileSync(released, "utf8")).toBe("done")
+        const error = yield* Effect.flip(
+          StoreFaultsKit.holdLockInChildProcess(
+            'process.stderr.write("no lock here"); process.exit(3)',
+            "x",
+            "myLock"
+          )
+        ).pipe(Effect.scoped)
+        expect(error).toMatchObject({ _tag: "StoreFailure", operation: "myLock" })
+        expect(error.message).toBe("lock holder exited 3: no lock here")
+      }).pipe(Effect.scoped)
   )
 })
 
