@@ -4,13 +4,13 @@
  */
 import { Effect } from "effect"
 import type pg from "pg"
-import { factsFor, nowUs } from "./fixtures.ts"
-import { connect, iso, type Plan, RawPg, withPgStore } from "./postgres-sides.ts"
+import { nowUs } from "./fixtures.ts"
+import { connect, type Plan, RawPg, withPgStore } from "./postgres-sides.ts"
 import {
   checkCount,
-  idFor,
+  historyInsert,
+  historyRows,
   layerCall,
-  OTHER_PENDING,
   SCALE_OPS,
   type ScaleOp,
   TARGETS,
@@ -18,67 +18,15 @@ import {
 } from "./scaling-workload.ts"
 import { combineRounds, type Summary, summarize } from "./stats.ts"
 
-/** As bench/scaling.ts: history over the very sessions and runs being claimed, plus other pending. */
+/** The history bench/scaling.ts stores (scaling-workload.ts), in batched multi-row INSERTs. */
 export const populate = async (client: pg.Client, history: number) => {
-  const facts = JSON.stringify(factsFor("history", "node-1"))
-  const rows: Array<ReadonlyArray<unknown>> = []
-  const at = (offset: number) => iso(Date.UTC(2026, 0, 1) + offset)
-  const row = (
-    tag: string,
-    run: string,
-    session: string,
-    when: number,
-    eligible: boolean,
-    resolved: boolean
-  ) =>
-    rows.push([
-      idFor(tag),
-      `source-${tag}`,
-      run,
-      session,
-      facts,
-      at(when),
-      eligible ? at(when + 1) : null,
-      resolved ? at(when + 2) : null,
-      resolved ? "fallback" : null,
-      resolved ? `message-${tag}` : null
-    ])
-  const kinds = ["idle", "eligible", "claim"]
-  for (let h = 0; h < history; h++) {
-    const kind = kinds[h % 3] ?? "idle"
-    const k = Math.floor(h / 3) % TARGETS
-    row(`history-${h}`, `${kind}-run-${k}`, `${kind}-session-${k}`, h, true, true)
-  }
-  for (let j = 0; j < OTHER_PENDING; j++) {
-    row(`other-${j}`, `other-run-${j}`, `other-session-${j % 100}`, history + j, true, false)
-  }
-  for (let k = 0; k < TARGETS; k++) {
-    row(
-      `eligible-${k}`,
-      `eligible-run-${k}`,
-      `eligible-session-${k}`,
-      history + OTHER_PENDING + k,
-      true,
-      false
-    )
-    row(`claim-${k}`, `claim-run-${k}`, `claim-session-${k}`, history + OTHER_PENDING + k, false, false)
-  }
-  // Batched multi-row INSERTs in one transaction: 10⁵ rows in seconds.
+  const rows = [...historyRows(history)]
+  // One transaction of 1,000-row INSERTs: 10⁵ rows in seconds.
   await client.query("BEGIN")
   for (let start = 0; start < rows.length; start += 1_000) {
     const batch = rows.slice(start, start + 1_000)
-    const values = batch.map(
-      (_, i) =>
-        `(${Array.from({ length: 10 }, (_, c) => `$${i * 10 + c + 1}`)
-          .map((p, c) =>
-            c === 4 ? `${p}, 'review-and-fix@1', 'agentCancelled', 'node-1', 'node-1-attempt-1'` : p
-          )
-          .join(", ")})`
-    )
     await client.query(
-      `INSERT INTO workflow_turn_intents (intent_id, source_event_id, run_id, target_session_id,
-       fallback_facts_json, workflow_ref, cause, node_id, attempt_id, requested_at, eligible_at, resolved_at,
-       resolution, resolution_message_id) VALUES ${values.join(", ")}`,
+      historyInsert((p) => `$${p + 1}`, batch.length),
       batch.flat()
     )
   }

@@ -8,7 +8,7 @@
 import { join } from "node:path"
 import type Sqlite from "better-sqlite3"
 import { Effect } from "effect"
-import { factsFor, LEASE_MS, nowUs, openLayerStore } from "./fixtures.ts"
+import { LEASE_MS, nowUs, openLayerStore } from "./fixtures.ts"
 import { type BenchSection, type Check, mark } from "./section.ts"
 import { openRaw, RawStore, SQL } from "./sql.ts"
 import { combineRounds, ratio, type Summary, summarize, table, us } from "./stats.ts"
@@ -16,7 +16,8 @@ import { timeSync } from "./timing.ts"
 import {
   checkCount,
   GROWTH_LIMIT,
-  idFor,
+  historyInsert,
+  historyRows,
   layerCall,
   OTHER_PENDING,
   SCALE_OPS,
@@ -32,47 +33,9 @@ const LABEL: Record<ScaleOp, string> = {
   claimForRun: "`claimForRun` (1 pending)"
 }
 const populate = (db: Sqlite.Database, resolvedHistory: number) => {
-  const insert =
-    db.prepare(`INSERT INTO workflow_turn_intents (intent_id, source_event_id, run_id, workflow_ref,
-    target_session_id, cause, node_id, attempt_id, fallback_facts_json, requested_at, eligible_at, resolved_at,
-    resolution, resolution_message_id) VALUES (?, ?, ?, 'review-and-fix@1', ?, 'agentCancelled', 'node-1',
-    'node-1-attempt-1', ?, ?, ?, ?, ?, ?)`)
-  const at = (offsetMs: number) => new Date(Date.UTC(2026, 0, 1) + offsetMs).toISOString()
-  const row = (
-    tag: string,
-    run: string,
-    session: string,
-    when: number,
-    eligible: boolean,
-    resolved: boolean
-  ) =>
-    insert.run(
-      idFor(tag),
-      `source-${tag}`,
-      run,
-      session,
-      JSON.stringify(factsFor(run, "node-1")),
-      at(when),
-      eligible ? at(when + 1) : null,
-      resolved ? at(when + 2) : null,
-      resolved ? "fallback" : null,
-      resolved ? `message-${tag}` : null
-    )
-  const kinds = [target.idle, target.eligible, target.claim]
+  const insert = db.prepare(historyInsert(() => "?"))
   db.transaction(() => {
-    for (let h = 0; h < resolvedHistory; h++) {
-      const keys = (kinds[h % 3] ?? target.idle)(Math.floor(h / 3) % TARGETS)
-      row(`history-${h}`, keys.run, keys.session, h, true, true)
-    }
-    for (let j = 0; j < OTHER_PENDING; j++) {
-      row(`other-${j}`, `other-run-${j}`, `other-session-${j % 100}`, resolvedHistory + j, true, false)
-    }
-    for (let k = 0; k < TARGETS; k++) {
-      const e = target.eligible(k)
-      row(`eligible-${k}`, e.run, e.session, resolvedHistory + OTHER_PENDING + k, true, false)
-      const c = target.claim(k)
-      row(`claim-${k}`, c.run, c.session, resolvedHistory + OTHER_PENDING + k, false, false)
-    }
+    for (const row of historyRows(resolvedHistory)) insert.run(...row)
   }).immediate()
   db.pragma("wal_checkpoint(TRUNCATE)")
 }
