@@ -67,24 +67,58 @@ const messagesOf = (app: App, customType: string, runId: string) =>
     )
   )
 
+/**
+ * A `routed` run whose review step timed out: its turn aborted and the timeout's intent stored,
+ * pending, before the recovery prompt goes out.
+ */
+const timedOutRun = Effect.gen(function* () {
+  const app = yield* buildApp(yield* tempDbPath)
+  const engine = ctx(app, Engine)
+  const { runId } = yield* Effect.orDie(
+    engine.start({ workflow: "routed", input: {}, sessionId: "s1", origin: "tool" })
+  )
+  yield* Effect.orDie(engine.activate("s1"))
+  yield* until(messagesOf(app, STEP, runId), (m) => m.length === 1, "the review prompt")
+  yield* until(ctx(app, PiSessionFake).aborts, (n) => n === 1, "the timeout's abort")
+  const [timedOut] = yield* until(
+    ctx(app, TurnIntentStore).list({ runId, limit: 10 }),
+    (l) => l.length === 1,
+    "intent"
+  )
+  return { app, runId, timedOut }
+})
+
+/**
+ * The agent cancels the run while its turn works on the recovery prompt; settles and session
+ * starts (reconciliation included) until nothing of the run is pending. The recovery prompt
+ * answered the timeout, the cancel's fallback is the run's only fallback.
+ */
+const cancelToOneFallback = (app: App, runId: string) =>
+  Effect.gen(function* () {
+    const reply = yield* runTool({ _tag: "cancel", runId }).pipe(Effect.provide(app))
+    expect(reply.isError).toBe(false)
+    yield* until(
+      Effect.map(ctx(app, RunStore).get(runId), (r) => (r._tag === "Some" ? r.value.state : null)),
+      (s) => s === "cancelled",
+      "the run cancelled"
+    )
+    const rows = yield* until(
+      Effect.zipRight(settle(app, true, true), ctx(app, TurnIntentStore).list({ runId, limit: 10 })),
+      (l) => l.length === 2 && l.every((i) => i.resolvedAt !== null),
+      "every intent resolved"
+    )
+    const byCause = Object.fromEntries(rows.map((i) => [i.cause, i.resolution]))
+    expect(byCause).toEqual({ timedOut: "workflowPrompt", agentCancelled: "fallback" })
+    yield* settle(app, false, true)
+    expect(yield* messagesOf(app, FALLBACK, runId)).toHaveLength(1)
+  })
+
 describe("a natural successor sent while the intent store cannot be read", () => {
   it.live(
     "answers its interruption: the agent's later cancel gets the run's only fallback (seed 666)",
     () =>
       Effect.gen(function* () {
-        const filename = yield* tempDbPath
-        const app = yield* buildApp(filename)
-        const engine = ctx(app, Engine)
-        const fake = ctx(app, PiSessionFake)
-        const intents = ctx(app, TurnIntentStore)
-        const { runId } = yield* Effect.orDie(
-          engine.start({ workflow: "routed", input: {}, sessionId: "s1", origin: "tool" })
-        )
-        yield* Effect.orDie(engine.activate("s1"))
-        yield* until(messagesOf(app, STEP, runId), (m) => m.length === 1, "the review prompt")
-        // The review step times out: its turn is aborted and its intent stored, pending.
-        yield* until(fake.aborts, (n) => n === 1, "the timeout's abort")
-        const [timedOut] = yield* until(intents.list({ runId, limit: 10 }), (l) => l.length === 1, "intent")
+        const { app, runId, timedOut } = yield* timedOutRun
         expect(timedOut?.cause).toBe("timedOut")
         // The recovery prompt goes out while the intent store cannot be listed or claimed.
         const faults = ctx(app, StoreFaults)
@@ -97,24 +131,7 @@ describe("a natural successor sent while the intent store cannot be read", () =>
           "the recovery prompt"
         )
         yield* faults.clear()
-        // The agent cancels the run while its turn works on the recovery prompt.
-        const reply = yield* runTool({ _tag: "cancel", runId }).pipe(Effect.provide(app))
-        expect(reply.isError).toBe(false)
-        yield* until(
-          Effect.map(ctx(app, RunStore).get(runId), (r) => (r._tag === "Some" ? r.value.state : null)),
-          (s) => s === "cancelled",
-          "the run cancelled"
-        )
-        // Settle and session starts until nothing of the run is pending (reconciliation included).
-        const rows = yield* until(
-          Effect.zipRight(settle(app, true, true), intents.list({ runId, limit: 10 })),
-          (l) => l.length === 2 && l.every((i) => i.resolvedAt !== null),
-          "every intent resolved"
-        )
-        const byCause = Object.fromEntries(rows.map((i) => [i.cause, i.resolution]))
-        expect(byCause).toEqual({ timedOut: "workflowPrompt", agentCancelled: "fallback" })
-        yield* settle(app, false, true)
-        expect(yield* messagesOf(app, FALLBACK, runId)).toHaveLength(1)
+        yield* cancelToOneFallback(app, runId)
         // The prompt carries the timeout's intent: the branch records what it answered.
         expect(prompts[1]?.details).toMatchObject({ turnIntentId: timedOut?.intentId })
       }).pipe(Effect.scoped, Logger.withMinimumLogLevel(LogLevel.None)),
@@ -127,39 +144,14 @@ describe("a natural successor sent while the intent store cannot be read", () =>
       Effect.gen(function* () {
         // The runner used to stop on the failed clear: the run stayed claimed and running, with
         // the answered abort on its row, so the next owner's end reused the resolved intent.
-        const filename = yield* tempDbPath
-        const app = yield* buildApp(filename)
-        const engine = ctx(app, Engine)
-        const intents = ctx(app, TurnIntentStore)
-        const { runId } = yield* Effect.orDie(
-          engine.start({ workflow: "routed", input: {}, sessionId: "s1", origin: "tool" })
-        )
-        yield* Effect.orDie(engine.activate("s1"))
-        yield* until(messagesOf(app, STEP, runId), (m) => m.length === 1, "the review prompt")
-        yield* until(ctx(app, PiSessionFake).aborts, (n) => n === 1, "the timeout's abort")
-        yield* until(intents.list({ runId, limit: 10 }), (l) => l.length === 1, "intent")
+        const { app, runId } = yield* timedOutRun
         const runFaults = ctx(app, RunStoreFaults)
         yield* runFaults.inject("clearInterruption", { _tag: "ReadOnly" })
         yield* settle(app, true, false)
         yield* until(messagesOf(app, STEP, runId), (m) => m.length === 2, "the recovery prompt")
         yield* until(runFaults.fired, (fired) => (fired.ReadOnly ?? 0) > 0, "the clear refused")
         yield* runFaults.clear()
-        const reply = yield* runTool({ _tag: "cancel", runId }).pipe(Effect.provide(app))
-        expect(reply.isError).toBe(false)
-        yield* until(
-          Effect.map(ctx(app, RunStore).get(runId), (r) => (r._tag === "Some" ? r.value.state : null)),
-          (s) => s === "cancelled",
-          "the run cancelled"
-        )
-        const rows = yield* until(
-          Effect.zipRight(settle(app, true, true), intents.list({ runId, limit: 10 })),
-          (l) => l.length === 2 && l.every((i) => i.resolvedAt !== null),
-          "every intent resolved"
-        )
-        const byCause = Object.fromEntries(rows.map((i) => [i.cause, i.resolution]))
-        expect(byCause).toEqual({ timedOut: "workflowPrompt", agentCancelled: "fallback" })
-        yield* settle(app, false, true)
-        expect(yield* messagesOf(app, FALLBACK, runId)).toHaveLength(1)
+        yield* cancelToOneFallback(app, runId)
         // The row's abort is the agent's cancel, not the timeout the prompt answered.
         const ended = yield* Effect.orDie(ctx(app, RunStore).get(runId))
         expect(ended._tag === "Some" ? ended.value.abort?.cause : null).toBe("agentCancelled")
