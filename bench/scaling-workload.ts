@@ -1,7 +1,8 @@
 /**
  * The claim-cost-vs-history workload both backends' scaling benches time: a fixed set of target
  * sessions and runs (re-claims by the same claimant are idempotent, so one set serves every
- * call), the claims timed on each, and the row count each must touch.
+ * call), the history stored under them, the claims timed on each, and the row count each must
+ * touch.
  */
 import { createHash } from "node:crypto"
 import { Effect } from "effect"
@@ -61,9 +62,9 @@ export type HistoryRow = readonly [
 ]
 
 /**
- * The INSERT of history rows, one VALUES list per entry of `placeholders` (each one placeholder
- * per `HistoryRow` value: `?` for SQLite, `$n` for PostgreSQL); the rest of the row is the same
- * for every intent.
+ * The INSERT of `rows` history rows: `placeholders(n)` writes the n-th parameter (`?` for
+ * SQLite, `$n+1` for PostgreSQL), one a `HistoryRow` value; the other columns are the same for
+ * every intent.
  */
 export const historyInsert = (placeholders: (column: number) => string, rows = 1): string => {
   const list = (row: number) =>
