@@ -135,7 +135,14 @@ export const interrupt = (
     )
     const handoff =
       recorded._tag === "Success" && recorded.value._tag === "Right" ? recorded.value.right : null
-    if (handoff?._tag === "Ended") {
+    // The run ended while this (late) handoff write was on its way, with an end that owes its own
+    // successor: that end's message answers this claim loss too (`coveredByEnd`), so its intent
+    // is not made eligible here; reconciliation resolves it with the end's message.
+    if (handoff?._tag === "Ended" && owedEnd(handoff.run) !== null) {
+      yield* Effect.logInfo(
+        `workflow run ${run.runId}: claim lost after the run ended; its end's turn answers`
+      )
+    } else if (handoff?._tag === "Ended") {
       const result = yield* deps.events.publish({
         _tag: "HandoffEnded",
         run: run.ref,
