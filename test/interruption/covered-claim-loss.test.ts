@@ -54,7 +54,9 @@ const claimLossBesideEnd = (
   { runs, intents }: Stores,
   runId: string,
   state: TerminalRunState,
-  handoffLanded = false
+  handoffLanded = false,
+  /** B aborted a turn of its own (the agent's cancel) before the end, which reuses that abort. */
+  ownAbort = false
 ) =>
   Effect.gen(function* () {
     yield* runs.reserve(newRun(runId))
@@ -76,6 +78,12 @@ const claimLossBesideEnd = (
     // B's end comes later than A's abort.
     yield* TestClock.adjust("1 second")
     if (handoffLanded) yield* runs.recordHandoff(runId, provenance)
+    if (ownAbort) {
+      yield* runs.recordInterruption(
+        { runId, token: "B" },
+        { cause: "agentCancelled", nodeId: "ask", attemptId: "att-A", interruption: 1 }
+      )
+    }
     const ended = yield* runs.settle(
       { runId, token: "B" },
       {
@@ -189,6 +197,31 @@ describe("a claim-loss intent beside the run's end", () => {
         null
       ])
     })
+  )
+
+  it.scoped(
+    "an end that reuses the new owner's own abort covers it: that abort's fallback is the one message",
+    () =>
+      Effect.gen(function* () {
+        const s = yield* stores
+        const { lostId } = yield* claimLossBesideEnd(s, "r1", "cancelled", false, true)
+        // B crashed before storing its cancel's intent: reconciliation creates it, eligible.
+        const first = yield* reconcile(s)
+        expect(first.created).toHaveLength(1)
+        expect(first.madeEligible).toEqual([])
+        const claimed = yield* s.intents.claimEligibleForSession({
+          targetSessionId: SESSION,
+          limit: 10,
+          token: "f",
+          leaseMs: 5_000
+        })
+        expect(claimed.map((i) => i.cause)).toEqual(["agentCancelled"])
+        const cancelId = claimed[0]?.intentId ?? ""
+        yield* s.intents.resolve({ intentId: cancelId, token: "f", resolution: "fallback", messageId: "m-c" })
+        expect((yield* reconcile(s)).answered).toEqual([lostId])
+        const lost = yield* row(s, lostId)
+        expect([lost.resolution, lost.resolutionMessageId]).toEqual(["fallback", "m-c"])
+      })
   )
 
   it.scoped(
