@@ -30,7 +30,8 @@ export const HANDOFF_FIRST_MS = 50
  * never skips it. A write that did not land is left to terminal handling, which reads the
  * in-memory provenance. Claim loss has no claim to write under: its provenance goes to the run
  * unfenced (`recordHandoff`) for the new owner's terminal outcome to reuse; when the run has
- * already ended, nobody will, and this runner publishes the no-successor handoff itself.
+ * already ended, nobody will: this runner publishes the no-successor handoff itself, unless
+ * that end owes its own successor, which then answers this claim loss too.
  */
 export const interrupt = (
   deps: RunnerDeps,

@@ -35,7 +35,7 @@ export const answerCovered = (
       const claimed = yield* intents.claimForRun({ ...run, token, leaseMs: COVER_CLAIM_MS })
       if (Option.isNone(claimed)) break
       const intentId = claimed.value.intentId
-      if (!ids.has(intentId) || resolved.includes(intentId)) {
+      if (!ids.has(intentId)) {
         yield* intents.release({ intentId, token })
         break
       }
