@@ -13,6 +13,7 @@ export const POSTGRES_SUITES = [
   "test/store/resolution.test.ts",
   "test/store/postgres.test.ts",
   "test/engine/run-store.test.ts",
+  "test/interruption/covered-claim-loss.test.ts",
   "test/notifications/notifications.test.ts",
   "test/notifications/app.test.ts",
   "test/conformance/conformance.test.ts",

@@ -30,7 +30,8 @@ export const HANDOFF_FIRST_MS = 50
  * never skips it. A write that did not land is left to terminal handling, which reads the
  * in-memory provenance. Claim loss has no claim to write under: its provenance goes to the run
  * unfenced (`recordHandoff`) for the new owner's terminal outcome to reuse; when the run has
- * already ended, nobody will, and this runner publishes the no-successor handoff itself.
+ * already ended, nobody will: this runner publishes the no-successor handoff itself, unless
+ * that end owes its own successor, which then answers this claim loss too.
  */
 export const interrupt = (
   deps: RunnerDeps,
@@ -135,7 +136,14 @@ export const interrupt = (
     )
     const handoff =
       recorded._tag === "Success" && recorded.value._tag === "Right" ? recorded.value.right : null
-    if (handoff?._tag === "Ended") {
+    // The run ended while this (late) handoff write was on its way, with an end that owes its own
+    // successor: that end's message answers this claim loss too (`coveredByEnd`), so its intent
+    // is not made eligible here; reconciliation resolves it with the end's message.
+    if (handoff?._tag === "Ended" && owedEnd(handoff.run) !== null) {
+      yield* Effect.logInfo(
+        `workflow run ${run.runId}: claim lost after the run ended; its end's turn answers`
+      )
+    } else if (handoff?._tag === "Ended") {
       const result = yield* deps.events.publish({
         _tag: "HandoffEnded",
         run: run.ref,

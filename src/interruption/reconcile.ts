@@ -6,7 +6,10 @@
  * - an ended run whose end owes an intent gets it, eligible (same deterministic ID the engine
  *   would have used, so an intent that exists is reused, never doubled);
  * - a pending ineligible intent whose run has ended becomes eligible (a completed run's intent
- *   whose presentation never arrived included: its fallback carries the terminal decision).
+ *   whose presentation never arrived included: its fallback carries the terminal decision);
+ * - but a claim-loss intent the run's end covers never does: once the end's message is known it
+ *   is resolved with that message (and an end whose covered intent a presentation or fallback
+ *   already answered is resolved with that one), so the run gets one successor.
  *
  * Idempotent; store failures are returned typed and the next pass retries.
  */
@@ -15,8 +18,9 @@ import type { InvalidInput } from "../domain/errors.ts"
 import type { StoreFailure } from "../store/store-errors.ts"
 import { RunStore } from "../store/run-store.ts"
 import { TurnIntentStore } from "../store/turn-intent-store.ts"
+import { answerCovered } from "./covered-intents.ts"
 import { identify } from "./intent-ids.ts"
-import { completedOwesIntent, owedIntent, strandedIntents } from "./run-debts.ts"
+import { completedOwesIntent, coveredByEnd, endAnswer, owedIntent, strandedIntents } from "./run-debts.ts"
 
 /** How many of the session's newest runs one pass looks at. */
 export const RECONCILE_RUNS = 100
@@ -26,6 +30,8 @@ export interface ReconcileReport {
   readonly created: ReadonlyArray<string>
   /** Pending intents made eligible because their run has ended. */
   readonly madeEligible: ReadonlyArray<string>
+  /** Intents resolved with the message that answered their run's end (covered claim losses). */
+  readonly answered: ReadonlyArray<string>
 }
 
 export const reconcileDebts = (
@@ -37,18 +43,37 @@ export const reconcileDebts = (
     const runs = yield* RunStore
     const intents = yield* TurnIntentStore
     const records = yield* runs.listBySession(sessionId, RECONCILE_RUNS)
+    const pending = yield* intents.list({ targetSessionId: sessionId, state: "pending", limit: 1_000 })
     const created: Array<string> = []
     const madeEligible: Array<string> = []
+    const answered: Array<string> = []
+    const owedIds = new Map<string, string>()
     for (const record of records) {
       const request = owedIntent(record)
       if (request === null) continue
       const identified = yield* Effect.either(identify(request))
       if (identified._tag === "Left") continue
       const { intentId, ensure } = identified.right
+      owedIds.set(record.runId, intentId)
+      const covered = pending.filter((intent) => coveredByEnd(intent, record, intentId))
       const existing = yield* intents.get(intentId)
       if (Option.isSome(existing)) {
         const intent = existing.value
-        if (intent.resolvedAt !== null || intent.eligibleAt !== null) continue
+        if (intent.resolvedAt !== null) {
+          const answer = endAnswer(record, intentId, [intent])
+          if (covered.length > 0 && answer !== null)
+            answered.push(...(yield* answerCovered(record, covered, answer)))
+          continue
+        }
+        if (intent.eligibleAt !== null) continue
+        // A presentation may have resolved a covered intent (the run's oldest) instead: it is
+        // the end's message too.
+        const siblings = yield* intents.list({ runId: record.runId, state: "resolved", limit: 100 })
+        const answer = endAnswer(record, intentId, siblings)
+        if (answer !== null) {
+          answered.push(...(yield* answerCovered(record, [intent, ...covered], answer)))
+          continue
+        }
         yield* intents
           .makeEligible({ intentId, facts: request.facts })
           .pipe(Effect.catchTags({ IntentNotFound: () => Effect.void, InvalidFacts: () => Effect.void }))
@@ -59,6 +84,9 @@ export const reconcileDebts = (
         record.state === "completed" &&
         !completedOwesIntent(record, yield* runs.events(record.runId), presentedInBranch)
       ) {
+        // Presented without an intent (an earlier version): nothing answers a covered intent
+        // here, so it keeps its own fallback rather than wait forever.
+        owedIds.delete(record.runId)
         continue
       }
       // The run has ended and nothing delivered its turn: the fallback may go at once.
@@ -69,15 +97,16 @@ export const reconcileDebts = (
         })
       )
       if (stored !== null) created.push(intentId)
+      // No end intent to share its message: a covered intent keeps its own fallback.
+      else owedIds.delete(record.runId)
     }
     const byId = new Map(records.map((record) => [record.runId, record]))
-    const pending = yield* intents.list({ targetSessionId: sessionId, state: "pending", limit: 1_000 })
-    for (const intent of strandedIntents(pending, byId)) {
-      if (madeEligible.includes(intent.intentId)) continue
+    for (const intent of strandedIntents(pending, byId, owedIds)) {
+      if (madeEligible.includes(intent.intentId) || answered.includes(intent.intentId)) continue
       yield* intents
         .makeEligible({ intentId: intent.intentId })
         .pipe(Effect.catchTags({ IntentNotFound: () => Effect.void, InvalidFacts: () => Effect.void }))
       madeEligible.push(intent.intentId)
     }
-    return { created, madeEligible }
+    return { created, madeEligible, answered }
   })

@@ -14,11 +14,13 @@
  *   carries the terminal decision. A completed run with no intent whose presentation is already
  *   recorded (`presented` event, or in the branch) owes nothing: it was presented before this
  *   version created intents for completed runs.
+ * - A claim-loss intent beside an end that owes its own successor is covered by that end: one
+ *   message answers both (`coveredByEnd`).
  */
 import { decide } from "../domain/event-policy.ts"
 import { type IntentRequest, intentRequest } from "../domain/intent-request.ts"
 import type { Provenance, RunRef, SourceEvent, TerminalState } from "../domain/source-event.ts"
-import type { TurnIntent } from "../domain/turn-intent.ts"
+import type { Resolution, TurnIntent } from "../domain/turn-intent.ts"
 import { isTerminal, type RunEvent, type RunRecord } from "../store/run-store.ts"
 
 export const runRefOfRecord = (record: RunRecord): RunRef => ({
@@ -64,15 +66,70 @@ export const owedIntent = (record: RunRecord): IntentRequest | null => {
   return event === null ? null : intentRequest(event, decide(event))
 }
 
-/** Pending intents that no natural prompt can resolve any more: their run has ended. */
+/**
+ * Whether the ended run's end covers this claim-loss intent. The old runner stores a `claimLost`
+ * intent when its handoff write did not answer in time (or failed) and the new owner ended the
+ * run meanwhile: the provenance never reached the row, so the end made (or owes) an intent of
+ * its own, `owedIntentId`. Had the write answered in time, the old runner would have kept that
+ * end's intent and stored none (`interrupt.ts`): the end's one message is the successor of both,
+ * whatever the timing. Decided from stored facts only (an ended row no longer changes), so every
+ * process and every restart decides alike. An end that owes nothing (a direct user cancel)
+ * covers nothing: the claim loss keeps its own fallback.
+ */
+export const coveredByEnd = (intent: TurnIntent, record: RunRecord, owedIntentId: string | null): boolean =>
+  intent.cause === "claimLost" &&
+  intent.runId === record.runId &&
+  isTerminal(record.state) &&
+  owedIntentId !== null &&
+  intent.intentId !== owedIntentId
+
+/** The message that answered an end and the intents it covers. */
+export interface EndAnswer {
+  readonly resolution: Resolution
+  readonly messageId: string
+}
+
+/**
+ * The message that already answers a run's end, from the resolved intents of the run: the owed
+ * intent's own, else a covered intent's presentation or fallback (natural delivery resolves a
+ * run's oldest pending intent, which may be the covered one). A workflow prompt that resolved a
+ * claim-loss intent came before the end and answers only that stop.
+ */
+export const endAnswer = (
+  record: RunRecord,
+  owedIntentId: string,
+  resolved: ReadonlyArray<TurnIntent>
+): EndAnswer | null => {
+  const answers = (intent: TurnIntent) =>
+    intent.resolvedAt !== null &&
+    intent.resolution !== null &&
+    intent.resolutionMessageId !== null &&
+    (intent.intentId === owedIntentId ||
+      (coveredByEnd(intent, record, owedIntentId) && intent.resolution !== "workflowPrompt"))
+  const own = resolved.find((intent) => intent.intentId === owedIntentId)
+  const found = own !== undefined && answers(own) ? own : resolved.find(answers)
+  if (found === undefined || found.resolution === null || found.resolutionMessageId === null) return null
+  return { resolution: found.resolution, messageId: found.resolutionMessageId }
+}
+
+/**
+ * Pending intents that no natural prompt can resolve any more: their run has ended. Not those
+ * the run's end covers (`owedIntentIds`: each ended run's owed intent): the end's message
+ * answers them.
+ */
 export const strandedIntents = (
   intents: ReadonlyArray<TurnIntent>,
-  runs: ReadonlyMap<string, RunRecord>
+  runs: ReadonlyMap<string, RunRecord>,
+  owedIntentIds: ReadonlyMap<string, string> = new Map()
 ): ReadonlyArray<TurnIntent> =>
   intents.filter((intent) => {
     if (intent.resolvedAt !== null || intent.eligibleAt !== null) return false
     const run = runs.get(intent.runId)
-    return run !== undefined && isTerminal(run.state)
+    return (
+      run !== undefined &&
+      isTerminal(run.state) &&
+      !coveredByEnd(intent, run, owedIntentIds.get(intent.runId) ?? null)
+    )
   })
 
 /**
