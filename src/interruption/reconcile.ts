@@ -5,6 +5,8 @@
  *
  * - an ended run whose end owes an intent gets it, eligible (same deterministic ID the engine
  *   would have used, so an intent that exists is reused, never doubled);
+ * - an ended run whose row reuses an abort that a workflow prompt answered (resolved from the
+ *   branch after the end) gets the intent its end owes of its own;
  * - a pending ineligible intent whose run has ended becomes eligible (a completed run's intent
  *   whose presentation never arrived included: its fallback carries the terminal decision).
  *
@@ -13,10 +15,11 @@
 import { Effect, Option } from "effect"
 import type { InvalidInput } from "../domain/errors.ts"
 import type { StoreFailure } from "../store/store-errors.ts"
-import { RunStore } from "../store/run-store.ts"
+import type { IntentRequest } from "../domain/intent-request.ts"
+import { RunStore, type RunRecord } from "../store/run-store.ts"
 import { TurnIntentStore } from "../store/turn-intent-store.ts"
 import { identify } from "./intent-ids.ts"
-import { completedOwesIntent, owedIntent, strandedIntents } from "./run-debts.ts"
+import { completedOwesIntent, owedIntent, owedWithoutAnswered, strandedIntents } from "./run-debts.ts"
 
 /** How many of the session's newest runs one pass looks at. */
 export const RECONCILE_RUNS = 100
@@ -39,36 +42,50 @@ export const reconcileDebts = (
     const records = yield* runs.listBySession(sessionId, RECONCILE_RUNS)
     const created: Array<string> = []
     const madeEligible: Array<string> = []
+    /** Pay one debt of an ended run: make its intent eligible, or create it eligible. */
+    const pay = (
+      record: RunRecord,
+      request: IntentRequest,
+      mayBeAnswered: boolean
+    ): Effect.Effect<void, StoreFailure | InvalidInput> =>
+      Effect.gen(function* () {
+        const identified = yield* Effect.either(identify(request))
+        if (identified._tag === "Left") return
+        const { intentId, ensure } = identified.right
+        const existing = yield* intents.get(intentId)
+        if (Option.isSome(existing)) {
+          const intent = existing.value
+          // The end reused an abort that a prompt had answered: the end's own debt is still owed.
+          if (mayBeAnswered && intent.resolution === "workflowPrompt") {
+            const own = owedWithoutAnswered(record)
+            if (own !== null) yield* pay(record, own, false)
+            return
+          }
+          if (intent.resolvedAt !== null || intent.eligibleAt !== null) return
+          yield* intents
+            .makeEligible({ intentId, facts: request.facts })
+            .pipe(Effect.catchTags({ IntentNotFound: () => Effect.void, InvalidFacts: () => Effect.void }))
+          madeEligible.push(intentId)
+          return
+        }
+        if (
+          record.state === "completed" &&
+          !completedOwesIntent(record, yield* runs.events(record.runId), presentedInBranch)
+        ) {
+          return
+        }
+        // The run has ended and nothing delivered its turn: the fallback may go at once.
+        const stored = yield* intents.ensure({ ...ensure, eligible: true }).pipe(
+          Effect.catchTags({
+            IdentityCollision: () => Effect.succeed(null),
+            InvalidFacts: () => Effect.succeed(null)
+          })
+        )
+        if (stored !== null) created.push(intentId)
+      })
     for (const record of records) {
       const request = owedIntent(record)
-      if (request === null) continue
-      const identified = yield* Effect.either(identify(request))
-      if (identified._tag === "Left") continue
-      const { intentId, ensure } = identified.right
-      const existing = yield* intents.get(intentId)
-      if (Option.isSome(existing)) {
-        const intent = existing.value
-        if (intent.resolvedAt !== null || intent.eligibleAt !== null) continue
-        yield* intents
-          .makeEligible({ intentId, facts: request.facts })
-          .pipe(Effect.catchTags({ IntentNotFound: () => Effect.void, InvalidFacts: () => Effect.void }))
-        madeEligible.push(intentId)
-        continue
-      }
-      if (
-        record.state === "completed" &&
-        !completedOwesIntent(record, yield* runs.events(record.runId), presentedInBranch)
-      ) {
-        continue
-      }
-      // The run has ended and nothing delivered its turn: the fallback may go at once.
-      const stored = yield* intents.ensure({ ...ensure, eligible: true }).pipe(
-        Effect.catchTags({
-          IdentityCollision: () => Effect.succeed(null),
-          InvalidFacts: () => Effect.succeed(null)
-        })
-      )
-      if (stored !== null) created.push(intentId)
+      if (request !== null) yield* pay(record, request, record.abortPending)
     }
     const byId = new Map(records.map((record) => [record.runId, record]))
     const pending = yield* intents.list({ targetSessionId: sessionId, state: "pending", limit: 1_000 })
