@@ -74,20 +74,26 @@ const sendPlain = (
 /**
  * The intent store could not say which intent this message answers: a workflow prompt that
  * answers its runner's outstanding abort carries that abort's identity anyway (the branch is
- * the record; branch repair resolves the intent from it), else it goes plain.
+ * the record; branch repair resolves the intent from it), else it goes plain. It goes plain too
+ * when the branch already holds a message of that intent: a new owner whose predecessor's prompt
+ * answered the abort (and died before clearing it) must not give one intent a second message.
  */
 const sendUnbooked = (
   env: DeliveryEnv,
   natural: NaturalMessage,
   note: string
 ): Effect.Effect<NaturalReceipt, SendFailed> =>
-  natural.answers === undefined || natural.turnIntentId !== undefined
-    ? sendPlain(env, natural, note)
-    : sendPlain(
-        env,
-        { ...natural, message: withTurnIntent(natural.message, natural.answers, natural.kind) },
-        `${note}; it carries turn intent ${natural.answers}, which branch repair resolves`
-      )
+  Effect.gen(function* () {
+    const answers = natural.turnIntentId === undefined ? natural.answers : undefined
+    if (answers === undefined) return yield* sendPlain(env, natural, note)
+    if (findResolvingMessage(yield* env.session.branch, answers) !== null)
+      return yield* sendPlain(env, natural, `${note}; turn intent ${answers} already has its message`)
+    return yield* sendPlain(
+      env,
+      { ...natural, message: withTurnIntent(natural.message, answers, natural.kind) },
+      `${note}; it carries turn intent ${answers}, which branch repair resolves`
+    )
+  })
 
 /** Deliver through a claimed intent: repair from the branch, or send with the intent's identity. */
 const throughIntent = (

@@ -185,8 +185,10 @@ const recordLoss = (deps: RunnerDeps, run: ActiveRun, warning: string | null) =>
 /**
  * The run ended durably: publish its terminal event, which stores the run's terminal turn
  * intent. The abort it reuses is the one on the ended row (it may be another runner's, recorded
- * on claim loss) or, when that write never landed, this runner's own. Returns the intent's ID
- * (null when the end owes no turn).
+ * on claim loss): the runner's end carries its own outstanding abort into that same write
+ * (`runner-settle.ts`), and the store leaves it off when a prompt already answered it
+ * (`store/answered-abort.ts`), so the row, not memory, says what the end reuses. Returns the
+ * intent's ID (null when the end owes no turn).
  */
 export const terminal = (
   deps: RunnerDeps,
@@ -196,8 +198,7 @@ export const terminal = (
   reason: string
 ) =>
   Effect.gen(function* () {
-    const memory = yield* Ref.get(run.memory)
-    const event = terminalEvent(ended, reason, memory.outstanding)
+    const event = terminalEvent(ended, reason)
     if (event === null || event.state !== state) return null
     // A cancel without an outstanding abort is the direct kind: nothing to publish.
     if (state === "cancelled" && event.provenance === null) return null

@@ -5,6 +5,8 @@
  *
  * - an ended run whose end owes an intent gets it, eligible (same deterministic ID the engine
  *   would have used, so an intent that exists is reused, never doubled);
+ * - an ended run whose row reuses an abort that a workflow prompt answered (resolved from the
+ *   branch after the end) gets the intent its end owes of its own;
  * - a pending ineligible intent whose run has ended becomes eligible (a completed run's intent
  *   whose presentation never arrived included: its fallback carries the terminal decision);
  * - but a claim-loss intent the run's end covers never does: once the end's message is known it
@@ -16,11 +18,19 @@
 import { Effect, Option } from "effect"
 import type { InvalidInput } from "../domain/errors.ts"
 import type { StoreFailure } from "../store/store-errors.ts"
-import { RunStore } from "../store/run-store.ts"
+import type { IntentRequest } from "../domain/intent-request.ts"
+import { RunStore, type RunRecord } from "../store/run-store.ts"
 import { TurnIntentStore } from "../store/turn-intent-store.ts"
 import { answerCovered } from "./covered-intents.ts"
 import { identify } from "./intent-ids.ts"
-import { completedOwesIntent, coveredByEnd, endAnswer, owedIntent, strandedIntents } from "./run-debts.ts"
+import {
+  completedOwesIntent,
+  coveredByEnd,
+  endAnswer,
+  owedIntent,
+  owedWithoutAnswered,
+  strandedIntents
+} from "./run-debts.ts"
 
 /** How many of the session's newest runs one pass looks at. */
 export const RECONCILE_RUNS = 100
@@ -47,58 +57,73 @@ export const reconcileDebts = (
     const created: Array<string> = []
     const madeEligible: Array<string> = []
     const answered: Array<string> = []
+    // Each ended run's owed intent: the claim-loss intents its end covers wait for its message.
     const owedIds = new Map<string, string>()
+    /** Pay one debt of an ended run: make its intent eligible, or create it eligible. */
+    const pay = (
+      record: RunRecord,
+      request: IntentRequest,
+      mayBeAnswered: boolean
+    ): Effect.Effect<void, StoreFailure | InvalidInput, TurnIntentStore> =>
+      Effect.gen(function* () {
+        const identified = yield* Effect.either(identify(request))
+        if (identified._tag === "Left") return
+        const { intentId, ensure } = identified.right
+        const existing = yield* intents.get(intentId)
+        if (Option.isSome(existing)) {
+          const intent = existing.value
+          // The end reused an abort that a prompt had answered: the end's own debt is still owed.
+          if (mayBeAnswered && intent.resolution === "workflowPrompt") {
+            const own = owedWithoutAnswered(record)
+            if (own !== null) yield* pay(record, own, false)
+            return
+          }
+          owedIds.set(record.runId, intentId)
+          const covered = pending.filter((other) => coveredByEnd(other, record, intentId))
+          if (intent.resolvedAt !== null) {
+            const answer = endAnswer(record, intentId, [intent])
+            if (covered.length > 0 && answer !== null)
+              answered.push(...(yield* answerCovered(record, covered, answer)))
+            return
+          }
+          if (intent.eligibleAt !== null) return
+          // A presentation may have resolved a covered intent (the run's oldest) instead: it is
+          // the end's message too.
+          const siblings = yield* intents.list({ runId: record.runId, state: "resolved", limit: 100 })
+          const answer = endAnswer(record, intentId, siblings)
+          if (answer !== null) {
+            answered.push(...(yield* answerCovered(record, [intent, ...covered], answer)))
+            return
+          }
+          yield* intents
+            .makeEligible({ intentId, facts: request.facts })
+            .pipe(Effect.catchTags({ IntentNotFound: () => Effect.void, InvalidFacts: () => Effect.void }))
+          madeEligible.push(intentId)
+          return
+        }
+        if (
+          record.state === "completed" &&
+          !completedOwesIntent(record, yield* runs.events(record.runId), presentedInBranch)
+        ) {
+          // Presented without an intent (an earlier version): nothing answers a covered intent
+          // here, so it keeps its own fallback rather than wait forever.
+          return
+        }
+        // The run has ended and nothing delivered its turn: the fallback may go at once.
+        const stored = yield* intents.ensure({ ...ensure, eligible: true }).pipe(
+          Effect.catchTags({
+            IdentityCollision: () => Effect.succeed(null),
+            InvalidFacts: () => Effect.succeed(null)
+          })
+        )
+        if (stored === null) return
+        created.push(intentId)
+        // Only an end intent that exists shares its message with the intents it covers.
+        owedIds.set(record.runId, intentId)
+      })
     for (const record of records) {
       const request = owedIntent(record)
-      if (request === null) continue
-      const identified = yield* Effect.either(identify(request))
-      if (identified._tag === "Left") continue
-      const { intentId, ensure } = identified.right
-      owedIds.set(record.runId, intentId)
-      const covered = pending.filter((intent) => coveredByEnd(intent, record, intentId))
-      const existing = yield* intents.get(intentId)
-      if (Option.isSome(existing)) {
-        const intent = existing.value
-        if (intent.resolvedAt !== null) {
-          const answer = endAnswer(record, intentId, [intent])
-          if (covered.length > 0 && answer !== null)
-            answered.push(...(yield* answerCovered(record, covered, answer)))
-          continue
-        }
-        if (intent.eligibleAt !== null) continue
-        // A presentation may have resolved a covered intent (the run's oldest) instead: it is
-        // the end's message too.
-        const siblings = yield* intents.list({ runId: record.runId, state: "resolved", limit: 100 })
-        const answer = endAnswer(record, intentId, siblings)
-        if (answer !== null) {
-          answered.push(...(yield* answerCovered(record, [intent, ...covered], answer)))
-          continue
-        }
-        yield* intents
-          .makeEligible({ intentId, facts: request.facts })
-          .pipe(Effect.catchTags({ IntentNotFound: () => Effect.void, InvalidFacts: () => Effect.void }))
-        madeEligible.push(intentId)
-        continue
-      }
-      if (
-        record.state === "completed" &&
-        !completedOwesIntent(record, yield* runs.events(record.runId), presentedInBranch)
-      ) {
-        // Presented without an intent (an earlier version): nothing answers a covered intent
-        // here, so it keeps its own fallback rather than wait forever.
-        owedIds.delete(record.runId)
-        continue
-      }
-      // The run has ended and nothing delivered its turn: the fallback may go at once.
-      const stored = yield* intents.ensure({ ...ensure, eligible: true }).pipe(
-        Effect.catchTags({
-          IdentityCollision: () => Effect.succeed(null),
-          InvalidFacts: () => Effect.succeed(null)
-        })
-      )
-      if (stored !== null) created.push(intentId)
-      // No end intent to share its message: a covered intent keeps its own fallback.
-      else owedIds.delete(record.runId)
+      if (request !== null) yield* pay(record, request, record.abortPending)
     }
     const byId = new Map(records.map((record) => [record.runId, record]))
     for (const intent of strandedIntents(pending, byId, owedIds)) {

@@ -9,6 +9,8 @@
  *   else (tool-started runs, not cancelled) a failure intent.
  * - A pending, ineligible intent whose run has ended can no longer be resolved by a natural
  *   prompt: it owes a fallback and becomes eligible.
+ * - An end whose reused abort was answered by a workflow prompt owes its own intent instead
+ *   (`owedWithoutAnswered`).
  * - A completed run owes its terminal turn intent (cause `completed`, or the reused abort intent):
  *   its presentation resolves it; after a crash the intent becomes eligible and its fallback
  *   carries the terminal decision. A completed run with no intent whose presentation is already
@@ -19,9 +21,10 @@
  */
 import { decide } from "../domain/event-policy.ts"
 import { type IntentRequest, intentRequest } from "../domain/intent-request.ts"
-import type { Provenance, RunRef, SourceEvent, TerminalState } from "../domain/source-event.ts"
+import type { RunRef, SourceEvent, TerminalState } from "../domain/source-event.ts"
 import type { Resolution, TurnIntent } from "../domain/turn-intent.ts"
 import { isTerminal, type RunEvent, type RunRecord } from "../store/run-store.ts"
+import { cancelledBy } from "../terminal/terminal-outcome.ts"
 
 export const runRefOfRecord = (record: RunRecord): RunRef => ({
   runId: record.runId,
@@ -38,14 +41,10 @@ const terminalStates: ReadonlySet<string> = new Set<TerminalState>([
   "completed"
 ])
 
-/**
- * The `RunTerminal` event of an ended run, from its row. `pending` is the publisher's own
- * outstanding abort for when its provenance write never landed on the row.
- */
+/** The `RunTerminal` event of an ended run, from its row. */
 export const terminalEvent = (
   record: RunRecord,
-  reason: string | null,
-  pending: Provenance | null = null
+  reason: string | null
 ): Extract<SourceEvent, { readonly _tag: "RunTerminal" }> | null => {
   if (!terminalStates.has(record.state)) return null
   return {
@@ -55,7 +54,7 @@ export const terminalEvent = (
     nodeId: record.currentNodeId,
     attemptId: record.currentAttemptId,
     reason: reason ?? record.error?.message ?? (record.state === "completed" ? "the run completed" : null),
-    provenance: record.abortPending && record.abort !== null ? record.abort : pending,
+    provenance: record.abortPending ? record.abort : null,
     interruption: record.interruptions
   }
 }
@@ -110,6 +109,34 @@ export const endAnswer = (
   const found = own !== undefined && answers(own) ? own : resolved.find(answers)
   if (found === undefined || found.resolution === null || found.resolutionMessageId === null) return null
   return { resolution: found.resolution, messageId: found.resolutionMessageId }
+}
+
+/**
+ * The intent an ended run owes when the abort its row reuses turns out to have been answered by
+ * a workflow prompt (its intent resolved `workflowPrompt`): the prompt went out, its runner died
+ * before the clear, and the intent was resolved from the branch only after the run had ended
+ * (the store clears an answered abort it can see, `store/answered-abort.ts`). The end then owes
+ * what it would have owed with no abort outstanding — for the agent's cancel, its own
+ * `agentCancelled` turn, as the store records it when no abort is pending. Null when the row
+ * reuses no abort or the end owes nothing of its own (a direct cancel).
+ */
+export const owedWithoutAnswered = (record: RunRecord): IntentRequest | null => {
+  if (!record.abortPending || record.abort === null) return null
+  const event = terminalEvent({ ...record, abortPending: false }, null)
+  if (event === null) return null
+  const own =
+    cancelledBy(record) === "agent"
+      ? {
+          ...event,
+          provenance: {
+            cause: "agentCancelled" as const,
+            nodeId: record.currentNodeId,
+            attemptId: record.currentAttemptId,
+            interruption: record.interruptions
+          }
+        }
+      : event
+  return intentRequest(own, decide(own))
 }
 
 /**

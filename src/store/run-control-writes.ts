@@ -6,6 +6,7 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect, Option } from "effect"
 import { asStoreFailure, StoreFailure } from "./store-errors.ts"
+import { clearAnsweredAbort } from "./answered-abort.ts"
 import type { DatabaseService } from "./database.ts"
 import { iso, type RunReads } from "./run-fenced-writes.ts"
 import { decodeRunEvents, toRunEvent } from "./run-rows.ts"
@@ -29,6 +30,8 @@ export const makeControlWrites = (
     Effect.gen(function* () {
       const now = iso(yield* Clock.currentTimeMillis)
       const unless = options?.unlessSuperseded === true ? 1 : 0
+      // An abort a prompt answered is not outstanding: the handoff's own is recorded instead.
+      yield* clearAnsweredAbort(sql, runId)
       const rows = yield* sql`UPDATE workflow_runs SET abort_cause = ${p.cause}, abort_node_id = ${p.nodeId},
           abort_attempt_id = ${p.attemptId}, abort_interruption = ${p.interruption}, abort_pending = 1,
           interruptions = max(interruptions, ${p.interruption + 1}), updated_at = ${now}
@@ -104,6 +107,8 @@ export const makeControlWrites = (
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
           const at = iso(now)
+          // An abort a prompt answered is not the one this cancel reuses (an ended row is kept).
+          yield* clearAnsweredAbort(sql, runId)
           const run = yield* requireRun(runId)
           if (isTerminal(run.state)) return { _tag: "Refused", run } as const
           if (run.claimToken !== null && (run.claimExpiresAt ?? 0) > now) {

@@ -6,6 +6,7 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect } from "effect"
 import { asStoreFailure, StoreFailure } from "./store-errors.ts"
+import { clearAnsweredAbort } from "./answered-abort.ts"
 import type { DatabaseService } from "./database.ts"
 import type { makeRunReads } from "./run-reads.ts"
 import { ClaimLost, RequestNotOpen } from "./run-errors.ts"
@@ -169,6 +170,8 @@ export const makeFencedWrites = (
                   interruptions = max(interruptions, ${p.interruption + 1})
                 WHERE run_id = ${fence.runId} AND abort_pending = 0`
             }
+            // Last: the runner's own abort (above) may be one a prompt answered before a crash.
+            yield* clearAnsweredAbort(sql, fence.runId)
             // A run never ends with a request still open.
             yield* sql`UPDATE workflow_requests SET state = 'closed', closed_reason = ${`run ${t.state}`},
                 ended_at = ${now} WHERE run_id = ${fence.runId} AND state = 'open'`

@@ -7,6 +7,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect, Layer } from "effect"
 import { asStoreFailure, StoreFailure } from "./store-errors.ts"
+import { clearAnsweredAbort } from "./answered-abort.ts"
 import { Database, type DatabaseOptions, type OpenError } from "./database.ts"
 import { makeControlWrites } from "./run-control-writes.ts"
 import { ClaimLost, ClaimRefused, ReservationConflict } from "./run-errors.ts"
@@ -83,6 +84,8 @@ export const make = Effect.gen(function* () {
                   claim_expires_at = ${expires}, claims = claims + 1, pause_requested = 0,
                   parked_reason = NULL, updated_at = ${iso(now)}
                 WHERE run_id = ${run.runId}`
+              // The new owner's memory is read from this row: an answered abort is not outstanding.
+              yield* clearAnsweredAbort(sql, run.runId)
             }
             return yield* requireRun(run.runId)
           })

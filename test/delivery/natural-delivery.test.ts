@@ -192,6 +192,24 @@ describe("natural delivery", () => {
     })
   )
 
+  it.scoped(
+    "a prompt answering an intent whose message is already in the branch goes plain when the store cannot be read",
+    () =>
+      Effect.gen(function* () {
+        // A new owner whose memory still holds the abort its predecessor's prompt answered.
+        const h = yield* makeHarness()
+        const { intentId } = yield* h.events.publish(interrupted("timedOut"))
+        const answers = intentId ?? ""
+        yield* h.coordinator.deliverNatural({ ...prompt("recover"), answers })
+        yield* h.fake.settle()
+        yield* h.setFaults({ list: "fail" })
+        const receipt = yield* h.coordinator.deliverNatural({ ...prompt("recover, again"), answers })
+        expect(receipt).toMatchObject({ turnIntentId: null, sent: true })
+        const marked = (yield* h.fake.sent).filter((s) => s.message.details?.turnIntentId === answers)
+        expect(marked).toHaveLength(1)
+      })
+  )
+
   it.scoped("a resolution that cannot be stored is repaired from the branch later", () =>
     Effect.gen(function* () {
       const h = yield* makeHarness({ coordinator: { resolveAttempts: 1 } })

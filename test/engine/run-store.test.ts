@@ -2,12 +2,26 @@ import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Either, Layer, Option, TestClock } from "effect"
 import { RunStore, type NewRun } from "../../src/store/run-store.ts"
 import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
+import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
+import * as TurnIntentStoreSqlite from "../../src/store/turn-intent-store-sqlite.ts"
+import { sampleFacts } from "../support/fixtures.ts"
 import { databaseLayerAt, freshLocation } from "../support/backend.ts"
 
 const openStore = (filename: string) =>
   Effect.map(
     Layer.build(RunStoreSqlite.layer.pipe(Layer.provideMerge(databaseLayerAt(filename)))),
     (context) => Context.get(context, RunStore)
+  )
+
+/** The run store and the turn intent store on one database. */
+const openStores = (location: string) =>
+  Effect.map(
+    Layer.build(
+      Layer.merge(RunStoreSqlite.layer, TurnIntentStoreSqlite.layer).pipe(
+        Layer.provideMerge(databaseLayerAt(location))
+      )
+    ),
+    (context) => ({ runs: Context.get(context, RunStore), intents: Context.get(context, TurnIntentStore) })
   )
 
 const newRun = (runId: string, sessionId = "s1"): NewRun => ({
@@ -167,6 +181,90 @@ describe("RunStore (SQLite)", () => {
       const kept = yield* ended("r2", { ...timedOut, interruption: 1 })
       expect([kept.abortPending, kept.abort?.interruption]).toEqual([true, 0])
     })
+  )
+
+  it.scoped(
+    "an abort a prompt answered (its intent resolved workflowPrompt) is not outstanding to a claim, an end or a cancel",
+    () =>
+      Effect.gen(function* () {
+        const { runs, intents } = yield* openStores(yield* freshLocation)
+        const timedOut = { cause: "timedOut" as const, nodeId: "first", attemptId: "att-1", interruption: 0 }
+        /** A run whose step timed out (abort on the row) under claim `t1`, and that abort's intent. */
+        const aborted = (runId: string) =>
+          Effect.gen(function* () {
+            yield* runs.reserve(newRun(runId, runId))
+            yield* runs.claim({ runId, token: "t1", leaseMs: 60_000, mode: "activate" })
+            yield* runs.recordInterruption({ runId, token: "t1" }, timedOut)
+            return yield* intents.ensure({
+              sourceEventId: `source-${runId}`,
+              runId,
+              workflowRef: "demo@1",
+              targetSessionId: runId,
+              cause: "timedOut",
+              nodeId: "first",
+              attemptId: "att-1",
+              facts: sampleFacts({ runId, cause: "timedOut", nodeId: "first", attemptId: "att-1" })
+            })
+          })
+        /** The recovery prompt resolves the intent; its runner dies before clearing the row. */
+        const answer = (runId: string, intentId: string) =>
+          Effect.gen(function* () {
+            yield* intents.claimForRun({ runId, targetSessionId: runId, token: "d", leaseMs: 60_000 })
+            yield* intents.resolve({ intentId, token: "d", resolution: "workflowPrompt", messageId: "m" })
+          })
+        const pending = (runId: string) =>
+          Effect.map(
+            runs.get(runId),
+            Option.map((r) => [r.abortPending, r.abort?.cause ?? null])
+          )
+        const takeOver = (runId: string) =>
+          runs.claim({ runId, token: "t2", leaseMs: 60_000, mode: "resume", takeoverFrom: "t1" })
+
+        // A new owner's claim: its memory, read from the row, has no outstanding abort.
+        const r1 = yield* aborted("r1")
+        yield* answer("r1", r1.intentId)
+        expect(yield* pending("r1")).toEqual(Option.some([true, "timedOut"]))
+        const taken = yield* takeOver("r1")
+        expect([taken.abortPending, taken.abort?.cause]).toEqual([false, "timedOut"])
+        // An abort whose intent is still pending stays outstanding across the claim.
+        yield* aborted("r2")
+        expect((yield* takeOver("r2")).abortPending).toBe(true)
+
+        // An end carrying the answered abort (the runner's memory never heard of the answer).
+        const r3 = yield* aborted("r3")
+        yield* takeOver("r3")
+        yield* answer("r3", r3.intentId)
+        const ended = yield* runs.settle(
+          { runId: "r3", token: "t2" },
+          {
+            next: {
+              _tag: "End",
+              state: "timed_out",
+              error: { message: "x", nodeId: "first", original: null },
+              abort: timedOut
+            }
+          }
+        )
+        expect([ended.state, ended.abortPending]).toEqual(["timed_out", false])
+
+        // The agent's cancel of a run no live runner holds: its own abort, not the answered one.
+        const r4 = yield* aborted("r4")
+        yield* answer("r4", r4.intentId)
+        yield* TestClock.adjust("2 minutes")
+        const cancelled = yield* runs.cancel("r4", "agent")
+        expect(cancelled._tag).toBe("Cancelled")
+        expect(yield* pending("r4")).toEqual(Option.some([true, "agentCancelled"]))
+
+        // An ended row is never rewritten: a refused cancel changes nothing.
+        const r5 = yield* aborted("r5")
+        yield* runs.settle(
+          { runId: "r5", token: "t1" },
+          { next: { _tag: "End", state: "failed", error: { message: "x", nodeId: "first", original: null } } }
+        )
+        yield* answer("r5", r5.intentId)
+        expect((yield* runs.cancel("r5", "user"))._tag).toBe("Refused")
+        expect(yield* pending("r5")).toEqual(Option.some([true, "timedOut"]))
+      })
   )
 
   it.scoped("submit answers the request and ends the step ok in one transaction", () =>

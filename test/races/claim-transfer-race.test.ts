@@ -7,8 +7,9 @@
  *
  * Judged by what the model saw (both processes' session branches) and by the database: exactly
  * one intent for the interruption (A's claim-loss intent, reused and made eligible or resolved by
- * B's prompt), no second intent (cause `failed` or any other), and exactly one message in the
- * two branches that carries it.
+ * B's prompt), no second intent for it (cause `failed` or any other), and exactly one message in
+ * the two branches that carries it. When B's prompt answered it and the run then completes, the
+ * completion owes its own terminal turn: one presentation, with an intent of its own.
  */
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
@@ -22,6 +23,7 @@ import { decodeAnswer } from "./app-protocol.ts"
 const WORKER = fileURLToPath(new URL("./app-worker.ts", import.meta.url))
 const STEP = "pi-workflows-agent-step"
 const FALLBACK = "pi-workflows-deferred-turn"
+const PRESENTATION = "pi-workflows-presentation"
 
 interface Worker {
   readonly call: (command: Record<string, unknown>) => Effect.Effect<unknown>
@@ -187,9 +189,15 @@ const scenario = (origin: "tool" | "command", ending: Ending, late: boolean) =>
       "every intent resolved"
     )
     // One intent for the one interruption: A's, reused; never a second one (cause `failed`).
-    expect(rows.map((i) => [i.intentId, i.cause])).toEqual([[intentId, cause]])
-    expect(rows[0]?.resolution).toBe(
-      ending === "completes" ? (late ? "presentation" : "workflowPrompt") : "fallback"
+    // B's prompt answered it when B's run completed afterwards: that end owes its own terminal
+    // turn (the presentation), which used to be bound to A's resolved intent and never sent.
+    const answered = ending === "completes" && !late
+    expect(rows.map((i) => [i.intentId, i.cause])).toEqual([
+      [intentId, cause],
+      ...(answered ? [[rows[1]?.intentId, "completed"]] : [])
+    ])
+    expect(rows.map((i) => i.resolution)).toEqual(
+      answered ? ["workflowPrompt", "presentation"] : [ending === "completes" ? "presentation" : "fallback"]
     )
 
     // What the model saw: exactly one message carrying it, across both processes' branches.
@@ -197,6 +205,9 @@ const scenario = (origin: "tool" | "command", ending: Ending, late: boolean) =>
     expect(branches.filter((m) => carries(m.details, intentId))).toHaveLength(1)
     const fallbacks = branches.filter((m) => m.customType === FALLBACK)
     expect(fallbacks).toHaveLength(ending === "completes" ? 0 : 1)
+    // A completed run's end: exactly one presentation.
+    const presented = branches.filter((m) => m.customType === PRESENTATION)
+    expect(presented).toHaveLength(ending === "completes" ? 1 : 0)
   }).pipe(Effect.scoped)
 
 describe("claim transfer between two real processes on one database file", () => {

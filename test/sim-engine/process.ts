@@ -57,13 +57,15 @@ export const appLayer = (options: {
   readonly gate: (operation: string) => Effect.Effect<void, StoreFailure>
   readonly session: PiSessionService
   readonly crashPoints: CrashPoints.CrashPointsService
+  /** The workflows the process knows (default: the simulation's own). */
+  readonly workflows?: ReadonlyArray<unknown>
 }) =>
   layerAppWith(
     StoreFaults.layerGated(options.gate).pipe(
       Layer.provide(layerStores({ filename: options.filename, busyTimeoutMs: 50 }))
     ),
     {
-      workflows: WORKFLOWS,
+      workflows: options.workflows ?? WORKFLOWS,
       core: {
         coordinator: { token: options.token, leaseMs: LEASE_MS, syncIntervalMs: SYNC_INTERVAL_MS }
       },

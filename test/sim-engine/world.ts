@@ -46,7 +46,9 @@ export const makeWorld = (
   filename: string,
   clock: SimClock,
   mutation: Mutation | null,
-  crashPlan: CrashPlan = {}
+  crashPlan: CrashPlan = {},
+  /** Workflows of scripted tests; the simulation's own when omitted (its seeds depend on them). */
+  workflows?: ReadonlyArray<unknown>
 ) =>
   Effect.gen(function* () {
     let crashFired = false
@@ -104,6 +106,7 @@ export const makeWorld = (
           token: `p${slot}.${generation}`,
           gate: gateOf(self, gateHooks),
           session: sessionOf(self),
+          ...(workflows === undefined ? {} : { workflows }),
           crashPoints: {
             reached: (point) =>
               Effect.suspend(() => {
