@@ -5,21 +5,17 @@
  * migration leaves nothing behind, and that processes opening one fresh file at once each
  * succeed while exactly one of them applies each migration.
  */
-import { fileURLToPath } from "node:url"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
 import BetterSqlite from "better-sqlite3"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { Database } from "../../src/store/database.ts"
 import { CONTROLLER_SCHEMA, controllerSchemaStatements } from "../../src/store/schema.ts"
 import { runMigrator } from "../../src/store/schema-versions.ts"
 import { sampleIntent } from "../support/fixtures.ts"
-import { collect, spawnNode } from "../support/node-child.ts"
 import { openStoreAt, rawDb, snapshotIntents, snapshotSchema } from "../support/store.ts"
 import { tempDbPath } from "../support/temp-db.ts"
-import { startBarrier } from "../races/kit.ts"
-
-const WORKER_SCRIPT = fileURLToPath(new URL("../races/open-worker.ts", import.meta.url))
+import { appliedBy, openAtOnce, opened } from "../races/open-race.ts"
 
 const VERSIONS = [
   { migration_id: 1, name: "controller_store_v1" },
@@ -150,40 +146,12 @@ describe("schema versions (SQLite)", () => {
 
   it.scoped("4 processes opening one fresh file at once all succeed; exactly one applies each version", () =>
     Effect.gen(function* () {
-      const Report = Schema.parseJson(
-        Schema.Union(
-          Schema.Struct({ type: Schema.Literal("ready") }),
-          Schema.Struct({ type: Schema.Literal("opened"), applied: Schema.Array(Schema.Number) }),
-          Schema.Struct({ type: Schema.Literal("failed"), tag: Schema.String, message: Schema.String })
-        )
-      )
       for (let round = 0; round < 3; round++) {
         const path = yield* tempDbPath
-        const children = Array.from({ length: 4 }, () => {
-          const child = spawnNode(WORKER_SCRIPT, [path], process.cwd())
-          return { child, result: collect(child) }
-        })
-        yield* Effect.addFinalizer(() =>
-          Effect.sync(() => {
-            for (const { child } of children) if (child.exitCode === null) child.kill("SIGKILL")
-          })
-        )
-        yield* Effect.promise(() => startBarrier(children))
-        for (const { child } of children) child.stdin.end("go\n")
-        const results = yield* Effect.promise(() => Promise.all(children.map((c) => c.result)))
-        const applied: Array<number> = []
-        for (const result of results) {
-          expect(result.stderr).toBe("")
-          expect(result.code).toBe(0)
-          const reports = result.stdout
-            .trim()
-            .split("\n")
-            .map((line) => Schema.decodeUnknownSync(Report)(line))
-          const last = reports[reports.length - 1]
-          expect(last).toMatchObject({ type: "opened" })
-          if (last?.type === "opened") applied.push(...last.applied)
-        }
-        expect(applied.sort()).toEqual([1, 2])
+        const outcomes = yield* openAtOnce(path)
+        // A failed open shows in the diff with its tag and message.
+        expect(outcomes.map(opened)).toEqual(["opened", "opened", "opened", "opened"])
+        expect(appliedBy(outcomes)).toEqual([1, 2])
         expect(yield* recorded(path)).toEqual(VERSIONS)
       }
     })

@@ -39,18 +39,24 @@ export const pgQuery = async (url: string, text: string, params: ReadonlyArray<u
   }
 }
 
+/** A new, empty database on the run's cluster. */
+const newDatabase = async (): Promise<string> => {
+  const admin = inject("pgAdminUrl")
+  const name = randomName("t")
+  await pgQuery(admin, `CREATE DATABASE ${name}`)
+  return databaseUrl(admin, name)
+}
+
 let fileDatabase: Promise<string> | undefined
 
 /** This test file's database (created on first use). */
 const fileDatabaseUrl = (): Promise<string> => {
-  fileDatabase ??= (async () => {
-    const admin = inject("pgAdminUrl")
-    const name = randomName("t")
-    await pgQuery(admin, `CREATE DATABASE ${name}`)
-    return databaseUrl(admin, name)
-  })()
+  fileDatabase ??= newDatabase()
   return fileDatabase
 }
+
+/** A URL of a database of its own (default schema): for what must see a whole new database. */
+export const freshPgDatabaseUrl: Effect.Effect<string> = Effect.promise(newDatabase)
 
 /** A URL whose connections see only a fresh, empty schema of this file's database. */
 export const freshPgUrl: Effect.Effect<string> = Effect.promise(async () => {
