@@ -59,7 +59,7 @@ describe("opening a PostgreSQL store", () => {
     })
   )
 
-  it.scoped("two processes opening a new database at once both get the schema, created once", () =>
+  it.scoped("three pools in one process opening a new schema at once all get it, created once", () =>
     Effect.gen(function* () {
       const url = yield* freshPgUrl
       const [a, b, c] = yield* Effect.all([openStoreAt(url), openStoreAt(url), openStoreAt(url)], {
