@@ -36,7 +36,14 @@ import {
   StoreFailure,
   storeFailure
 } from "./store-errors.ts"
-import { executeFailed, isBusyError, makeConnection, retryBusy, withLockBudget } from "./sqlite-connection.ts"
+import {
+  executeFailed,
+  isBusyError,
+  makeConnection,
+  retryBusy,
+  retryWhileLocked,
+  withLockBudget
+} from "./sqlite-connection.ts"
 
 /** The lock budget helpers (`sqlite-connection.ts`), part of this module's public surface. */
 export { ABORT_LOCK_BUDGET_MS, currentLockBudget, withLockBudget } from "./sqlite-connection.ts"
@@ -216,32 +223,39 @@ const schemaCheck = (sql: SqlClient.SqlClient, filename: string) =>
     }
   }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
 
-/** Open the file in WAL mode; better-sqlite3 throws (missing directory, not a database): keep it typed. */
-const openHandle = (filename: string, readonly: boolean) =>
+const cannotOpen = (filename: string) => (cause: unknown) =>
+  new StoreFailure({ operation: "open", message: `cannot open ${filename}: ${String(cause)}`, cause })
+
+/**
+ * Open the file in WAL mode; better-sqlite3 throws (missing directory, not a database): keep it
+ * typed. The switch to WAL needs the file to itself: when several processes open a new file at
+ * once, another one may hold it (or SQLite answers "locked" at once, where waiting could
+ * deadlock), so the switch is retried asynchronously for up to `busyMs` instead of SQLite's
+ * synchronous wait, which would block the event loop.
+ */
+const openHandle = (filename: string, readonly: boolean, busyMs: number) =>
   Effect.acquireRelease(
     Effect.try({
-      try: () => {
-        const handle = new Sqlite(filename, { readonly, fileMustExist: readonly })
-        // A reader cannot change the journal mode; the writer that created the file set WAL.
-        if (readonly) return handle
-        try {
-          handle.pragma("journal_mode = WAL")
-        } catch (cause) {
-          handle.close()
-          throw cause
-        }
-        return handle
-      },
-      catch: (cause) =>
-        new StoreFailure({ operation: "open", message: `cannot open ${filename}: ${String(cause)}`, cause })
+      try: () => new Sqlite(filename, { readonly, fileMustExist: readonly, timeout: 0 }),
+      catch: cannotOpen(filename)
     }),
     (handle) => Effect.sync(() => handle.close())
+  ).pipe(
+    // A reader cannot change the journal mode; the writer that created the file set WAL.
+    Effect.tap((handle) =>
+      readonly
+        ? Effect.void
+        : Effect.try({ try: () => handle.pragma("journal_mode = WAL"), catch: (cause) => cause }).pipe(
+            retryWhileLocked(busyMs),
+            Effect.mapError(cannotOpen(filename))
+          )
+    )
   )
 
 const open = (options: DatabaseOptions) =>
   Effect.gen(function* () {
-    const db = yield* openHandle(options.filename, options.readonly === true)
     const normalBusyMs = Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5_000))
+    const db = yield* openHandle(options.filename, options.readonly === true, normalBusyMs)
     const waitForLock = retryBusy(db, normalBusyMs)
     const connection = makeConnection(db, waitForLock)
     // One connection: plain queries hold it for one statement, transactions for their whole body.

@@ -56,20 +56,34 @@ export const ABORT_LOCK_BUDGET_MS = 150
 
 const LOCK_CODES = new Set(["SQLITE_BUSY", "SQLITE_BUSY_SNAPSHOT", "SQLITE_BUSY_RECOVERY", "SQLITE_LOCKED"])
 
-export const isBusyError = (error: SqlError.SqlError): boolean => {
-  const cause: unknown = error.cause
-  return (
-    typeof cause === "object" &&
-    cause !== null &&
-    "code" in cause &&
-    typeof cause.code === "string" &&
-    LOCK_CODES.has(cause.code)
-  )
-}
+/** A driver error (better-sqlite3's `SqliteError`) saying another connection holds a lock. */
+export const isLockCause = (cause: unknown): boolean =>
+  typeof cause === "object" &&
+  cause !== null &&
+  "code" in cause &&
+  typeof cause.code === "string" &&
+  LOCK_CODES.has(cause.code)
+
+export const isBusyError = (error: SqlError.SqlError): boolean => isLockCause(error.cause)
 
 /** Lock waits are a fact about other processes: measured on the wall clock, even under TestClock. */
 const wallClock = Clock.make()
 const LOCK_POLL = Duration.millis(5)
+
+/**
+ * Retry a driver call that met another connection's lock, asynchronously, for up to `ms` (the
+ * open's journal-mode switch, before any SqlClient exists).
+ */
+export const retryWhileLocked =
+  (ms: number) =>
+  <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+    effect.pipe(
+      Effect.retry({
+        while: isLockCause,
+        schedule: Schedule.spaced(LOCK_POLL).pipe(Schedule.upTo(Duration.millis(Math.max(0, ms))))
+      }),
+      Effect.withClock(wallClock)
+    )
 
 /**
  * Retry a statement that found another connection's lock, asynchronously, until the fiber's

@@ -243,4 +243,46 @@ describe("opening the controller database", () => {
       expect((yield* store.ensure(sampleIntent())).runId).toBe("run-1")
     })
   )
+
+  it.scopedLive(
+    "a new file another connection holds while it is created: the open waits for it without blocking, then opens",
+    () =>
+      Effect.gen(function* () {
+        const path = yield* tempDbPath
+        // Another process creating the same new file: still in its first write, in rollback mode.
+        const other = new BetterSqlite(path)
+        other.exec("BEGIN IMMEDIATE; CREATE TABLE first_writer (x)")
+        // It finishes on a timer, which only fires if the open leaves the event loop free.
+        const done = setTimeout(() => {
+          other.exec("COMMIT")
+          other.close()
+        }, 100)
+        const opened = yield* Effect.either(
+          Effect.scoped(Layer.build(layerSqlite({ filename: path, busyTimeoutMs: 2_000 })))
+        )
+        clearTimeout(done)
+        if (other.open) other.close()
+        expect(opened._tag).toBe("Right")
+        const journal = yield* Effect.scoped(
+          Effect.map(rawDb(path), (db) => db.pragma("journal_mode", { simple: true }))
+        )
+        expect(journal).toBe("wal")
+      })
+  )
+
+  it.scopedLive("a new file held past the busy timeout: a typed StoreFailure naming the file", () =>
+    Effect.gen(function* () {
+      const path = yield* tempDbPath
+      const other = new BetterSqlite(path)
+      other.exec("BEGIN IMMEDIATE; CREATE TABLE first_writer (x)")
+      const error = yield* Effect.flip(
+        Effect.scoped(Layer.build(layerSqlite({ filename: path, busyTimeoutMs: 50 })))
+      )
+      other.exec("ROLLBACK")
+      other.close()
+      expect(error._tag).toBe("StoreFailure")
+      expect(error.message).toContain(path)
+      expect(error.message).toMatch(/locked|busy/i)
+    })
+  )
 })
