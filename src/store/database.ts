@@ -227,11 +227,9 @@ const cannotOpen = (filename: string) => (cause: unknown) =>
   new StoreFailure({ operation: "open", message: `cannot open ${filename}: ${String(cause)}`, cause })
 
 /**
- * Open the file in WAL mode; better-sqlite3 throws (missing directory, not a database): keep it
- * typed. The switch to WAL needs the file to itself: when several processes open a new file at
- * once, another one may hold it (or SQLite answers "locked" at once, where waiting could
- * deadlock), so the switch is retried asynchronously for up to `busyMs` instead of SQLite's
- * synchronous wait, which would block the event loop.
+ * Open the file in WAL mode, typed (better-sqlite3 throws). The switch needs the file to itself:
+ * another process opening a new file at once may hold it (SQLite may say "locked" at once), so
+ * it is retried asynchronously for up to `busyMs`, never with SQLite's blocking wait.
  */
 const openHandle = (filename: string, readonly: boolean, busyMs: number) =>
   Effect.acquireRelease(
