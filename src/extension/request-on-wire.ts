@@ -66,7 +66,8 @@ export const makeWireWatch = (): WireWatch => {
   }
 
   // The bytes may still sit in the socket's own buffer when the body is "sent" (a large request
-  // on a full socket): wait until Node handed the last of them to the kernel.
+  // on a full socket): wait until Node handed the last of them to the kernel. Polled on a 1 ms
+  // timer, not `setImmediate`, so a slow link does not keep the event loop spinning.
   const whenFlushed = (which: Armed, socket: Socket | undefined) => {
     if (armed !== which) return
     if (socket === undefined || socket.writableLength === 0) return fire(which)
@@ -74,7 +75,7 @@ export const makeWireWatch = (): WireWatch => {
       armed = null
       return
     }
-    setImmediate(() => whenFlushed(which, socket))
+    setTimeout(() => whenFlushed(which, socket), 1)
   }
 
   const onHeaders = (message: unknown) => {
