@@ -9,33 +9,22 @@
  * (no abort bound can expire while B writes); the test itself waits in real time.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Option, TestClock } from "effect"
-import { layerAppWith, layerStores } from "../../src/app/layers.ts"
+import { Effect, Layer, Option, TestClock } from "effect"
+import { layerStores } from "../../src/app/layers.ts"
 import { afterSettle, classifySettle, onSessionStart } from "../../src/app/session-hooks.ts"
 import { runTool } from "../../src/app/tool-actions.ts"
-import { Engine } from "../../src/engine/engine.ts"
-import { RunStore } from "../../src/store/run-store.ts"
-import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
-import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { layerGated } from "../../src/testing/store-guards.ts"
-import { layerFake, PiSessionFake } from "../../src/testing.ts"
-import { databaseLayerAt } from "../support/backend.ts"
 import { untilOnRealTimers as until } from "../support/poll.ts"
+import { runnerAPrompted, runnerB } from "../support/claim-loss.ts"
 import { tempDbPath } from "../support/temp-db.ts"
-import { patient } from "../support/workflows.ts"
 
-const STEP = "pi-workflows-agent-step"
 const FALLBACK = "pi-workflows-deferred-turn"
 
 describe("claim loss: the new owner's end lands between the old runner's read and its handoff write", () => {
   it.scoped("the old runner's abort keeps the end's intent: one fallback for the run", () =>
     Effect.gen(function* () {
       const filename = yield* tempDbPath
-      // B: another runner's connection to the same file.
-      const b = Context.get(
-        yield* Layer.build(RunStoreSqlite.layer.pipe(Layer.provideMerge(databaseLayerAt(filename)))),
-        RunStore
-      )
+      const b = yield* runnerB(filename)
       let armed: string | null = null
       // B's failure, stored the moment A's handoff write starts (after A's read saw B's claim).
       const endUnderB = (runId: string) =>
@@ -57,28 +46,9 @@ describe("claim loss: the new owner's end lands between the old runner's read an
         armed = null
         return endUnderB(runId)
       }
-      const app = yield* Layer.build(
-        layerAppWith(layerGated(gate).pipe(Layer.provide(layerStores({ filename, busyTimeoutMs: 100 }))), {
-          workflows: [patient],
-          // A's lease runs out after 150 ms and it does not renew before learning of its loss.
-          engine: { leaseMs: 150, renewEveryMs: 600_000 },
-          core: { coordinator: { syncIntervalMs: null } },
-          maintenanceIntervalMs: null
-        }).pipe(Layer.provideMerge(layerFake({ sessionId: "s1" })))
+      const { app, fake, intents, runId, requestId } = yield* runnerAPrompted(
+        layerGated(gate).pipe(Layer.provide(layerStores({ filename, busyTimeoutMs: 100 })))
       )
-      const engine = Context.get(app, Engine)
-      const fake = Context.get(app, PiSessionFake)
-      const intents = Context.get(app, TurnIntentStore)
-      const { runId } = yield* Effect.orDie(
-        engine.start({ workflow: "patient", input: {}, sessionId: "s1", origin: "tool" })
-      )
-      yield* Effect.orDie(engine.activate("s1"))
-      const branch = yield* until(fake.branch, (m) => m.some((x) => x.customType === STEP), "A's step prompt")
-      const details = branch.find((m) => m.customType === STEP)?.details
-      const requestId =
-        typeof details === "object" && details !== null && "requestId" in details
-          ? String(details.requestId)
-          : ""
       // B takes the run over once A's lease has run out.
       yield* TestClock.adjust("200 millis")
       yield* Effect.orDie(b.claim({ runId, token: "B", leaseMs: 60_000, mode: "resume" }))

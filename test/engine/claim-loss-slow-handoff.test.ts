@@ -11,25 +11,18 @@
  * call, which then hangs until the test moves A's TestClock past the bound.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Option, TestClock } from "effect"
-import { layerAppWith, layerStores } from "../../src/app/layers.ts"
+import { Effect, Layer, Option, TestClock } from "effect"
+import { layerStores } from "../../src/app/layers.ts"
 import { afterSettle, classifySettle, onSessionStart } from "../../src/app/session-hooks.ts"
 import { runTool } from "../../src/app/tool-actions.ts"
-import { Engine } from "../../src/engine/engine.ts"
 import { HANDOFF_FIRST_MS } from "../../src/engine/interrupt.ts"
 import type { TerminalRunState } from "../../src/store/run-store.ts"
-import { RunStore } from "../../src/store/run-store.ts"
-import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
 import { StoreFailure } from "../../src/store/store-errors.ts"
-import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { layerGated } from "../../src/testing/store-guards.ts"
-import { layerFake, PiSessionFake } from "../../src/testing.ts"
-import { databaseLayerAt } from "../support/backend.ts"
 import { untilOnRealTimers as until } from "../support/poll.ts"
+import { runnerAPrompted, runnerB } from "../support/claim-loss.ts"
 import { tempDbPath } from "../support/temp-db.ts"
-import { patient } from "../support/workflows.ts"
 
-const STEP = "pi-workflows-agent-step"
 const FALLBACK = "pi-workflows-deferred-turn"
 
 /**
@@ -39,11 +32,7 @@ const FALLBACK = "pi-workflows-deferred-turn"
 const race = (state: Extract<TerminalRunState, "failed" | "cancelled">, lateWrite: "answers" | "fails") =>
   Effect.gen(function* () {
     const filename = yield* tempDbPath
-    // B: another runner's connection to the same file.
-    const b = Context.get(
-      yield* Layer.build(RunStoreSqlite.layer.pipe(Layer.provideMerge(databaseLayerAt(filename)))),
-      RunStore
-    )
+    const b = yield* runnerB(filename)
     let armed: string | null = null
     let landed = false
     const endUnderB = (runId: string) =>
@@ -81,28 +70,9 @@ const race = (state: Extract<TerminalRunState, "failed" | "cancelled">, lateWrit
         Effect.zipRight(Effect.never)
       )
     }
-    const app = yield* Layer.build(
-      layerAppWith(layerGated(gate).pipe(Layer.provide(layerStores({ filename, busyTimeoutMs: 100 }))), {
-        workflows: [patient],
-        // A's lease runs out after 150 ms and it does not renew before learning of its loss.
-        engine: { leaseMs: 150, renewEveryMs: 600_000 },
-        core: { coordinator: { syncIntervalMs: null } },
-        maintenanceIntervalMs: null
-      }).pipe(Layer.provideMerge(layerFake({ sessionId: "s1" })))
+    const { app, fake, intents, runId, requestId } = yield* runnerAPrompted(
+      layerGated(gate).pipe(Layer.provide(layerStores({ filename, busyTimeoutMs: 100 })))
     )
-    const engine = Context.get(app, Engine)
-    const fake = Context.get(app, PiSessionFake)
-    const intents = Context.get(app, TurnIntentStore)
-    const { runId } = yield* Effect.orDie(
-      engine.start({ workflow: "patient", input: {}, sessionId: "s1", origin: "tool" })
-    )
-    yield* Effect.orDie(engine.activate("s1"))
-    const branch = yield* until(fake.branch, (m) => m.some((x) => x.customType === STEP), "A's step prompt")
-    const details = branch.find((m) => m.customType === STEP)?.details
-    const requestId =
-      typeof details === "object" && details !== null && "requestId" in details
-        ? String(details.requestId)
-        : ""
     // B takes the run over once A's lease has run out.
     yield* TestClock.adjust("200 millis")
     yield* Effect.orDie(b.claim({ runId, token: "B", leaseMs: 60_000, mode: "resume" }))

@@ -9,19 +9,11 @@
  * The Effect clocks are TestClock; the test waits in real time.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Logger, Option, TestClock } from "effect"
-import { layerAppWith, layerStores } from "../../src/app/layers.ts"
-import { Engine } from "../../src/engine/engine.ts"
-import { RunStore } from "../../src/store/run-store.ts"
-import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
-import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
-import { layerFake, PiSessionFake } from "../../src/testing.ts"
-import { databaseLayerAt } from "../support/backend.ts"
+import { Effect, Logger, Option, TestClock } from "effect"
+import { layerStores } from "../../src/app/layers.ts"
 import { untilOnRealTimers as until } from "../support/poll.ts"
+import { runnerAPrompted, runnerB } from "../support/claim-loss.ts"
 import { tempDbPath } from "../support/temp-db.ts"
-import { patient } from "../support/workflows.ts"
-
-const STEP = "pi-workflows-agent-step"
 
 /** Messages logged by the application, to learn when A's runner has stopped. */
 const logged: Array<string> = []
@@ -31,33 +23,13 @@ describe("claim loss after the new owner opened a newer attempt", () => {
   it.scoped("the old runner records no handoff, aborts nothing and stores no claim-loss intent", () =>
     Effect.gen(function* () {
       const filename = yield* tempDbPath
-      const b = Context.get(
-        yield* Layer.build(RunStoreSqlite.layer.pipe(Layer.provideMerge(databaseLayerAt(filename)))),
-        RunStore
-      )
-      const app = yield* Layer.build(
-        layerAppWith(layerStores({ filename, busyTimeoutMs: 100 }), {
-          workflows: [patient],
-          // A's lease runs out after 150 ms and it does not renew before learning of its loss.
-          engine: { leaseMs: 150, renewEveryMs: 600_000 },
-          core: { coordinator: { syncIntervalMs: null } },
-          maintenanceIntervalMs: null
-        }).pipe(Layer.provideMerge(layerFake({ sessionId: "s1" })))
-      )
-      const engine = Context.get(app, Engine)
-      const fake = Context.get(app, PiSessionFake)
-      const intents = Context.get(app, TurnIntentStore)
-      const { runId } = yield* Effect.orDie(
-        engine.start({ workflow: "patient", input: {}, sessionId: "s1", origin: "tool" })
-      )
-      yield* Effect.orDie(engine.activate("s1"))
-      const branch = yield* until(fake.branch, (m) => m.some((x) => x.customType === STEP), "A's step prompt")
-      const details = branch.find((m) => m.customType === STEP)?.details
-      const field = (name: string) =>
-        typeof details === "object" && details !== null && name in details
-          ? String(Reflect.get(details, name))
-          : ""
-      const attemptA = field("attemptId")
+      const b = yield* runnerB(filename)
+      const {
+        fake,
+        intents,
+        runId,
+        attemptId: attemptA
+      } = yield* runnerAPrompted(layerStores({ filename, busyTimeoutMs: 100 }))
       // B takes the run over once A's lease has run out, closes A's request and reruns the step:
       // its own request is open (its prompt goes to the session) before A learns of its loss.
       yield* TestClock.adjust("200 millis")
