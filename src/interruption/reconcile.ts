@@ -57,6 +57,14 @@ export const reconcileDebts = (
     const created: Array<string> = []
     const madeEligible: Array<string> = []
     const answered: Array<string> = []
+    /** Make one intent eligible and note it (one gone meanwhile or refusing the facts: nothing to do). */
+    const makeEligible = (intentId: string, facts?: IntentRequest["facts"]) =>
+      intents
+        .makeEligible(facts === undefined ? { intentId } : { intentId, facts })
+        .pipe(
+          Effect.catchTags({ IntentNotFound: () => Effect.void, InvalidFacts: () => Effect.void }),
+          Effect.zipRight(Effect.sync(() => madeEligible.push(intentId)))
+        )
     // Each ended run's owed intent: the claim-loss intents its end covers wait for its message.
     const owedIds = new Map<string, string>()
     /** Pay one debt of an ended run: make its intent eligible, or create it eligible. */
@@ -95,10 +103,7 @@ export const reconcileDebts = (
             answered.push(...(yield* answerCovered(record, [intent, ...covered], answer)))
             return
           }
-          yield* intents
-            .makeEligible({ intentId, facts: request.facts })
-            .pipe(Effect.catchTags({ IntentNotFound: () => Effect.void, InvalidFacts: () => Effect.void }))
-          madeEligible.push(intentId)
+          yield* makeEligible(intentId, request.facts)
           return
         }
         if (
@@ -128,10 +133,7 @@ export const reconcileDebts = (
     const byId = new Map(records.map((record) => [record.runId, record]))
     for (const intent of strandedIntents(pending, byId, owedIds)) {
       if (madeEligible.includes(intent.intentId) || answered.includes(intent.intentId)) continue
-      yield* intents
-        .makeEligible({ intentId: intent.intentId })
-        .pipe(Effect.catchTags({ IntentNotFound: () => Effect.void, InvalidFacts: () => Effect.void }))
-      madeEligible.push(intent.intentId)
+      yield* makeEligible(intent.intentId)
     }
     return { created, madeEligible, answered }
   })
