@@ -4,7 +4,7 @@ import { RunStore, type NewRun } from "../../src/store/run-store.ts"
 import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import * as TurnIntentStoreSqlite from "../../src/store/turn-intent-store-sqlite.ts"
-import { sampleFacts } from "../support/fixtures.ts"
+import { sampleFacts, sampleRun } from "../support/fixtures.ts"
 import { databaseLayerAt, freshLocation } from "../support/backend.ts"
 
 const openStore = (filename: string) =>
@@ -24,19 +24,8 @@ const openStores = (location: string) =>
     (context) => ({ runs: Context.get(context, RunStore), intents: Context.get(context, TurnIntentStore) })
   )
 
-const newRun = (runId: string, sessionId = "s1"): NewRun => ({
-  runId,
-  workflowName: "demo",
-  workflowRef: "demo@1",
-  revision: 1,
-  sourceFingerprint: "sha256:abc",
-  snapshot: { schema: "pi-workflows.definition-snapshot.v1" },
-  targetSessionId: sessionId,
-  origin: "tool",
-  input: { topic: "x" },
-  startAt: "first",
-  maxSteps: 10
-})
+const newRun = (runId: string, sessionId = "s1"): NewRun =>
+  sampleRun(runId, { targetSessionId: sessionId, input: { topic: "x" } })
 
 const receipt = (runId: string, requestId: string, attemptId: string) => ({
   schema: "pi-workflows.submit-receipt.v1" as const,

@@ -17,22 +17,11 @@ import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import * as TurnIntentStoreSqlite from "../../src/store/turn-intent-store-sqlite.ts"
 import { databaseLayerAt, freshLocation } from "../support/backend.ts"
+import { sampleRun } from "../support/fixtures.ts"
 
 const SESSION = "s1"
 
-const newRun = (runId: string): NewRun => ({
-  runId,
-  workflowName: "demo",
-  workflowRef: "demo@1",
-  revision: 1,
-  sourceFingerprint: "sha256:abc",
-  snapshot: { schema: "pi-workflows.definition-snapshot.v1" },
-  targetSessionId: SESSION,
-  origin: "tool",
-  input: {},
-  startAt: "ask",
-  maxSteps: 10
-})
+const newRun = (runId: string): NewRun => sampleRun(runId, { targetSessionId: SESSION, startAt: "ask" })
 
 const stores = Effect.gen(function* () {
   const context = yield* Layer.build(

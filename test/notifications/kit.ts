@@ -17,20 +17,10 @@ import * as NotificationStoreSqlite from "../../src/store/notification-store-sql
 import { type NewRun, RunStore } from "../../src/store/run-store.ts"
 import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
 import { databaseLayerAt, freshLocation } from "../support/backend.ts"
+import { sampleRun } from "../support/fixtures.ts"
 
-export const newRun = (runId: string, sessionId = "s1"): NewRun => ({
-  runId,
-  workflowName: "demo",
-  workflowRef: "demo@1",
-  revision: 1,
-  sourceFingerprint: "sha256:abc",
-  snapshot: { schema: "pi-workflows.definition-snapshot.v1" },
-  targetSessionId: sessionId,
-  origin: "tool",
-  input: {},
-  startAt: "first",
-  maxSteps: 10
-})
+export const newRun = (runId: string, sessionId = "s1"): NewRun =>
+  sampleRun(runId, { targetSessionId: sessionId })
 
 export interface KitOptions {
   readonly path?: string

@@ -1,5 +1,6 @@
-/** Valid sample inputs for facts and intents; tests override only the field they are about. */
+/** Valid sample inputs for facts, intents and runs; tests override only the field they are about. */
 import { FACTS_SCHEMA, type FallbackFacts } from "../../src/domain/facts.ts"
+import type { NewRun } from "../../src/store/run-store.ts"
 import type { EnsureIntent } from "../../src/store/turn-intent-store.ts"
 
 export const sampleFacts = (overrides: Partial<FallbackFacts> = {}): FallbackFacts => ({
@@ -29,3 +30,19 @@ export const sampleIntent = (overrides: Partial<EnsureIntent> = {}): EnsureInten
 
 /** A value the types forbid, as an untyped caller (or stored JSON) could pass it. Tests only. */
 export const unchecked = <T>(value: unknown): T => value as T
+
+/** A run to reserve: the `demo` workflow for session s1, starting at `first`. */
+export const sampleRun = (runId: string, overrides: Partial<NewRun> = {}): NewRun => ({
+  runId,
+  workflowName: "demo",
+  workflowRef: "demo@1",
+  revision: 1,
+  sourceFingerprint: "sha256:abc",
+  snapshot: { schema: "pi-workflows.definition-snapshot.v1" },
+  targetSessionId: "s1",
+  origin: "tool",
+  input: {},
+  startAt: "first",
+  maxSteps: 10,
+  ...overrides
+})
