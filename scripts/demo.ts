@@ -13,15 +13,13 @@ import { execFileSync } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { nodeVersionProblem } from "../src/node-version.ts"
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..")
 
-const [major = 0, minor = 0] = process.versions.node.split(".").map(Number)
-if (major < 22 || (major === 22 && minor < 19)) {
-  process.stderr.write(
-    `npm run demo needs Node >= 22.19 (Pi requires it); this is ${process.versions.node}.\n` +
-      `Select Node 22 first: eval "$(bash scripts/node22-env.sh)"\n`
-  )
+const nodeProblem = nodeVersionProblem(process.versions.node, "npm run demo")
+if (nodeProblem !== null) {
+  process.stderr.write(`${nodeProblem}\n`)
   process.exit(2)
 }
 

@@ -53,6 +53,10 @@ at_least_22_19 "$installed" ||
   fail "$prefix/bin/node is Node $installed, not >= 22.19; remove $prefix and run this again"
 
 echo "export PATH=\"$prefix/bin:\$PATH\""
+# npm's global prefix would otherwise be the Node package's own folder (npm derives it from the
+# node binary's real path), whose bin/ is not on PATH: `npm install -g` would install commands
+# (pi, pi-workflow-turns) where the shell cannot find them. Global installs go to $prefix/bin.
+echo "export npm_config_prefix=\"$prefix\""
 # Headers for building native addons (better-sqlite3) against this Node, not the system one.
 for headers in "$prefix/lib/node_modules/$package" "$prefix/lib/node_modules/node/node_modules/$package"; do
   if [ -d "$headers/include/node" ]; then

@@ -12,6 +12,7 @@
  * early tool call or command just waits for it.
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
+import { nodeVersionProblem } from "../node-version.ts"
 import { withoutHidden } from "./context-filter.ts"
 import { makeWireWatch, originOf } from "./request-on-wire.ts"
 import { answeredSuccessor, beforeProviderCall } from "./successor-request.ts"
@@ -37,6 +38,16 @@ const afterStartUp = (load: () => void): void => {
 }
 
 export default function piWorkflowTurns(pi: ExtensionAPI): void {
+  // On an unsupported Node the application (and its native SQLite addon) is never loaded: the
+  // user is told once, at session start, what to run instead.
+  const nodeProblem = nodeVersionProblem(process.versions.node, "pi-workflow-turns")
+  if (nodeProblem !== null) {
+    pi.on("session_start", (_event, ctx) => {
+      if (ctx.hasUI) ctx.ui.notify(nodeProblem, "error")
+      else process.stderr.write(`[pi-workflow-turns] error: ${nodeProblem}\n`)
+    })
+    return
+  }
   let loading: Promise<SessionApp> | undefined
   /** The context of `session_start`, until the loaded application has been started with it. */
   let startContext: ExtensionContext | undefined

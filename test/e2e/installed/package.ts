@@ -50,7 +50,7 @@ export interface PackedPackage {
 }
 
 /** One npm invocation's environment: cache first, no scripts, no advice, no update check. */
-const npmEnv = (extra: Readonly<Record<string, string>> = {}): NodeJS.ProcessEnv => ({
+export const npmEnv = (extra: Readonly<Record<string, string>> = {}): NodeJS.ProcessEnv => ({
   ...process.env,
   npm_config_prefer_offline: "true",
   npm_config_ignore_scripts: "true",
