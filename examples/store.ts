@@ -3,6 +3,7 @@
  * fallback-eligible, claim it the way a fallback sync pass would, resolve it, and list the result.
  *
  *   npm run example        (node --experimental-strip-types examples/store.ts)
+ *   npm run example -- --keep   keep the database and print the CLI command that reads it
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -104,6 +105,8 @@ const tour = Effect.gen(function* () {
   )
 })
 
+// --keep: leave the database for the operator CLI instead of removing it.
+const keep = process.argv.slice(2).includes("--keep")
 const dir = mkdtempSync(join(tmpdir(), "pwt-example-"))
 const filename = join(dir, "controller.db")
 Effect.runPromise(
@@ -111,8 +114,13 @@ Effect.runPromise(
     Effect.provide(layerSqlite({ filename }))
   )
 )
+  .then(() => {
+    if (keep) console.log(`\nkept; read it with the CLI: node dist/cli.js intents --db ${filename}`)
+  })
   .catch((error: unknown) => {
     console.error(`example failed: ${String(error)}`)
     process.exitCode = 1
   })
-  .finally(() => rmSync(dir, { recursive: true, force: true }))
+  .finally(() => {
+    if (!keep) rmSync(dir, { recursive: true, force: true })
+  })

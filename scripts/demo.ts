@@ -10,8 +10,9 @@
  *   npm run demo -- --list
  */
 import { execFileSync } from "node:child_process"
-import { readFileSync } from "node:fs"
-import { dirname, join } from "node:path"
+import { mkdirSync, mkdtempSync, readFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { dirname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import { nodeVersionProblem } from "../src/node-version.ts"
 
@@ -27,9 +28,15 @@ if (nodeProblem !== null) {
 const { SCENARIOS, runScenario } = await import("../test/e2e/extension/scenarios.ts")
 type ScenarioResult = Awaited<ReturnType<typeof runScenario>>
 
-const args = process.argv.slice(2)
+const argv = process.argv.slice(2)
+// --keep or --keep=DIR: keep each scenario's controller database (DIR, else a new temp folder).
+const keepArg = argv.find((arg) => arg === "--keep" || arg.startsWith("--keep="))
+const args = argv.filter((arg) => arg !== keepArg)
 if (args.includes("--list") || args.includes("--help")) {
-  process.stdout.write("usage: npm run demo [-- <scenario id>...]\n\nscenarios:\n")
+  process.stdout.write(
+    "usage: npm run demo [-- [--keep[=DIR]] <scenario id>...]\n" +
+      "  --keep[=DIR]  keep each scenario's controller database (in DIR, else a new temp folder)\n\nscenarios:\n"
+  )
   for (const s of SCENARIOS) process.stdout.write(`  ${s.id.padEnd(18)} ${s.title}\n`)
   process.exit(0)
 }
@@ -39,6 +46,15 @@ if (unknown.length > 0) {
   process.exit(2)
 }
 const selected = args.length === 0 ? SCENARIOS : SCENARIOS.filter((s) => args.includes(s.id))
+const keepDir =
+  keepArg === undefined
+    ? null
+    : keepArg === "--keep"
+      ? mkdtempSync(join(tmpdir(), "pwt-demo-"))
+      : resolve(keepArg.slice("--keep=".length))
+if (keepDir !== null) mkdirSync(keepDir, { recursive: true })
+/** Where a kept scenario's database goes. */
+const keptDb = (id: string): string | undefined => (keepDir === null ? undefined : join(keepDir, `${id}.db`))
 
 // Pi loads the bundle package.json names in `pi.extensions`: build it from the current sources.
 execFileSync(process.execPath, [join(ROOT, "scripts", "build.mjs")], { cwd: ROOT, stdio: "inherit" })
@@ -103,6 +119,8 @@ const printScenario = (result: ScenarioResult, index: number) => {
         `${plural(result.summary.presentations, "presentation")} · ${plural(result.summary.fallbacks, "fallback")})`
   out(`  ${result.failures.length === 0 ? "PASS" : "FAIL"}  ${seconds(result.durationMs)}${numbers}`)
   for (const failure of result.failures) out(`    ✗ ${failure}`)
+  const kept = keptDb(scenario.id)
+  if (kept !== undefined) out(`  database kept: node dist/cli.js runs --db ${kept}`)
   out()
 }
 
@@ -127,7 +145,8 @@ out()
 
 const results: Array<ScenarioResult> = []
 for (const [index, scenario] of selected.entries()) {
-  const result = await runScenario(scenario)
+  const keepDbAs = keptDb(scenario.id)
+  const result = await runScenario(scenario, undefined, keepDbAs === undefined ? {} : { keepDbAs })
   results.push(result)
   printScenario(result, index)
 }
@@ -172,9 +191,20 @@ if (failed.length === 0) {
   out("one successor (a recovery prompt or one fallback); the paths that owe none got no extra turn.")
   out()
   out("Where to look next:")
-  out("  node dist/cli.js doctor            check a controller database, read-only (the `pi-workflow-turns`")
-  out("                                     bin once installed; docs/cli.md); `runs` and `intents` list,")
-  out("                                     `show <runId|intentId>` shows one in full with its history")
+  const last = results.at(-1)
+  const db = last === undefined ? undefined : keptDb(last.scenario.id)
+  if (db === undefined) {
+    out("  npm run demo -- --keep             keep each scenario's controller database, then read one with")
+    out(
+      "                                     node dist/cli.js doctor --db <file> (the `pi-workflow-turns` bin"
+    )
+    out("                                     once installed; docs/cli.md)")
+  } else {
+    out(`  the controller databases of these scenarios are kept in ${keepDir}; read one with the CLI:`)
+    out(`    node dist/cli.js doctor --db ${db}`)
+    out(`    node dist/cli.js runs --db ${db}`)
+    out(`    node dist/cli.js intents --db ${db}`)
+  }
   out('  README.md "Use it in Pi"           install the extension in your own Pi')
   out("  docs/reliability.md                what is guaranteed, and what happens on a crash")
   process.exit(0)

@@ -7,7 +7,7 @@
  *
  * No vitest here: `npm run demo` (scripts/demo.ts) plays the same scenarios under plain Node.
  */
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { dirname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 import {
@@ -288,9 +288,19 @@ export class Lab {
     }
   }
 
-  async close(): Promise<void> {
+  /**
+   * Stop Pi and the model and remove the sandbox. With `keepDbAs`, the controller database (with
+   * its WAL files) is first copied there, for the operator CLI to read afterwards.
+   */
+  async close(options: { readonly keepDbAs?: string } = {}): Promise<void> {
     for (const pi of this.processes) await pi.dispose()
     await this.mock.close()
+    if (options.keepDbAs !== undefined) {
+      for (const suffix of ["", "-wal", "-shm"]) {
+        if (existsSync(`${this.dbPath}${suffix}`))
+          copyFileSync(`${this.dbPath}${suffix}`, `${options.keepDbAs}${suffix}`)
+      }
+    }
     this.sandbox.remove()
   }
 }

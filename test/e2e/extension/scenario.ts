@@ -117,7 +117,8 @@ const PROMPT_FALLBACK_MS = 5_000
  */
 export const runScenario = async (
   scenario: Scenario,
-  extension?: LabOptions["extension"]
+  extension?: LabOptions["extension"],
+  options: { readonly keepDbAs?: string } = {}
 ): Promise<ScenarioResult> => {
   const started = performance.now()
   const checks: Array<CheckResult> = []
@@ -152,7 +153,7 @@ export const runScenario = async (
   } catch (error) {
     failures.push(`play failed: ${error instanceof Error ? error.message : String(error)}`)
   } finally {
-    await lab?.close()
+    await lab?.close(options)
   }
   for (const c of checks)
     if (!c.ok) failures.push(`check failed: ${c.what}${c.detail === undefined ? "" : ` (${c.detail})`}`)
