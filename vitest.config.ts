@@ -1,7 +1,7 @@
 import { configDefaults, defineConfig } from "vitest/config"
 
 /**
- * The store suites that run on both backends: the `sqlite` project runs every test, the
+ * The store suites that run on both backends: the SQLite projects run every test, the
  * `postgres` project these files again with PWT_STORE_BACKEND=postgres against a throwaway
  * PostgreSQL cluster (test/pg-global-setup.ts; docs/postgres.md).
  */
@@ -42,25 +42,46 @@ const POSTGRES_ONLY = [
   "test/cli/cli-pg.test.ts"
 ]
 
+/**
+ * The SQLite suites by what they cost. `unit` is `npm test`: everything in-process (and the CLI's
+ * real bin), a few minutes at most. The others run real Pi processes, kill them, race processes
+ * against each other or replay seeded schedules; each has its own script (README, "Checks") and
+ * all of them run in CI (`npm run coverage`, the default config's every project).
+ */
+const E2E = ["test/e2e/**/*.test.ts", "test/builtins/repeat-only-missing.test.ts"]
+const CRASH = ["test/crash/**/*.test.ts"]
+const RACES = ["test/races/**/*.test.ts", "test/faults/engine-matrix.test.ts"]
+const SIM = ["test/sim/**/*.test.ts", "test/sim-engine/**/*.test.ts"]
+/** Packing and installing the tarball: `npm run test:installed` (vitest.installed.config.ts). */
+const INSTALLED = ["test/e2e/installed/**"]
+
 const shared = {
   testTimeout: 30_000,
   hookTimeout: 60_000,
   pool: "forks"
 } as const
 
+const sqlite = (name: string, include: ReadonlyArray<string>, exclude: ReadonlyArray<string>) => ({
+  test: {
+    ...shared,
+    name,
+    include: [...include],
+    exclude: [...configDefaults.exclude, ...INSTALLED, ...POSTGRES_ONLY, ...exclude],
+    globalSetup: ["test/global-setup.ts"]
+  }
+})
+
 export default defineConfig({
   test: {
+    // Quiet on success: a test's own logs (the application's warnings, request bodies) are
+    // printed only when that test fails.
+    silent: "passed-only",
     projects: [
-      {
-        test: {
-          ...shared,
-          name: "sqlite",
-          include: ["test/**/*.test.ts"],
-          // Packing and installing the tarball: `npm run test:installed` (vitest.installed.config.ts).
-          exclude: [...configDefaults.exclude, "test/e2e/installed/**", ...POSTGRES_ONLY],
-          globalSetup: ["test/global-setup.ts"]
-        }
-      },
+      sqlite("unit", ["test/**/*.test.ts"], [...E2E, ...CRASH, ...RACES, ...SIM]),
+      sqlite("e2e", E2E, []),
+      sqlite("crash", CRASH, []),
+      sqlite("races", RACES, []),
+      sqlite("sim", SIM, []),
       {
         test: {
           ...shared,

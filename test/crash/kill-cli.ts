@@ -1,5 +1,5 @@
 /**
- * `npm run test:crash -- --trials N [--from S] [--scenario NAME] [--window MS] [--jobs J] [--keep DIR]`
+ * `npm run crash:trials -- --trials N [--from S] [--scenario NAME] [--window MS] [--jobs J] [--keep DIR]`
  *
  * Runs N random-moment kill trials in real Pi (seeds S…S+N-1, scenarios in turn unless one is
  * named), prints one line per trial, a table of verdicts and one summary line (trials/s, lost,

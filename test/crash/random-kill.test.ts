@@ -1,5 +1,5 @@
 /**
- * A short seeded subset of the random-moment kill trials (the long run: `npm run test:crash`).
+ * A short seeded subset of the random-moment kill trials (the long run: `npm run crash:trials`).
  * Each seed names a kill time in the window that covers the start, the interruption, the
  * terminal write and the successor's append; the restarted Pi must leave exactly one successor
  * per ended run, answered by exactly one model request, and nothing stuck.

@@ -29,7 +29,7 @@ describe("seed pool", () => {
     expect(percentiles([])).toEqual({ p50: 0, p95: 0, max: 0 })
   })
 
-  it("test:sim-engine with --jobs 2 reports the same totals as a serial run", () => {
+  it("sim:engine with --jobs 2 reports the same totals as a serial run", () => {
     const serial = simEngine("--runs", "2", "--from", "3")
     const parallel = simEngine("--runs", "2", "--from", "3", "--jobs", "2")
     expect(serial.status).toBe(0)

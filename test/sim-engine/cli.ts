@@ -1,5 +1,5 @@
 /**
- * `npm run test:sim-engine -- --runs N [--from S] [--jobs J] [--seed S --verbose]`
+ * `npm run sim:engine -- --runs N [--from S] [--jobs J] [--seed S --verbose]`
  *
  * Engine simulation: schedules over the real application graph (engine, both stores behind
  * faults, the successor-turn core) with two processes, crashes, shutdowns and restarts. Prints
@@ -53,7 +53,7 @@ if (single !== undefined) {
     if (result.violations.length > 0) {
       failing.push(result.seed)
       console.log(`seed ${result.seed}: ${result.violations.join("; ")}`)
-      console.log(`  replay: npm run test:sim-engine -- --seed ${result.seed} --verbose`)
+      console.log(`  replay: npm run sim:engine -- --seed ${result.seed} --verbose`)
     }
   }
   if (jobs === 1) {

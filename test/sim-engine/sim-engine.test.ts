@@ -1,5 +1,5 @@
 /**
- * The engine simulation's quick batch (the long run: `npm run test:sim-engine -- --runs N`):
+ * The engine simulation's quick batch (the long run: `npm run sim:engine -- --runs N`):
  * seeded schedules over the real application graph must keep every invariant, and a world that
  * deliberately breaks delivery must be caught, so the checker itself can fail.
  */

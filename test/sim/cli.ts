@@ -1,5 +1,5 @@
 /**
- * `npm run test:sim -- --runs N [--from S] [--seed S] [--steps K] [--strict] [--verbose]`
+ * `npm run sim -- --runs N [--from S] [--seed S] [--steps K] [--strict] [--verbose]`
  *
  * Without `--seed`: runs N schedules with seeds 1…N (or S…S+N-1 with `--from S`) and reports
  * schedules per second, totals and every failing seed with its replay command. With `--seed`:

@@ -54,7 +54,7 @@ const rawQueries = (db: BetterSqlite.Database) => {
 
 /** The command that replays one seed (printed for every failure). */
 export const replayCommand = (seed: number, options: GenerateOptions = {}): string =>
-  `npm run test:sim -- --seed ${seed}${options.steps === undefined ? "" : ` --steps ${options.steps}`} --verbose`
+  `npm run sim -- --seed ${seed}${options.steps === undefined ? "" : ` --steps ${options.steps}`} --verbose`
 
 /**
  * The batch's database: one file, one connection per runner slot and a raw handle for the

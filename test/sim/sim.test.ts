@@ -1,5 +1,5 @@
 /**
- * The deterministic simulation's quick batch (`npm run test:sim -- --runs N` runs many more):
+ * The deterministic simulation's quick batch (`npm run sim -- --runs N` runs many more):
  * seeded schedules of source events, settles, busy/idle flips, send and store failures, lease
  * expiries, crashes and restarts, hold and shutdown, over the real core, a real SQLite file and
  * the fake Pi session. Also proves the checker itself: a replay is identical, and deliberately

@@ -1,5 +1,5 @@
 /**
- * Flags of the long-run scripts (`test:sim`, `test:sim-engine`, `test:crash`): `--name value`
+ * Flags of the long-run scripts (`sim`, `sim:engine`, `crash:trials`): `--name value`
  * pairs and bare switches. A count that is not a non-negative integer ends the script with one
  * line and exit code 2.
  */
