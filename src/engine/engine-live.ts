@@ -121,7 +121,12 @@ export const make = (config: EngineConfig = {}) =>
         const registered = yield* registry.get(input.workflow)
         const workflow = registered.workflow
         const problem = jsonProblem(input.input, "input") ?? workflow.input?.(input.input) ?? null
-        if (problem !== null) return yield* new InvalidWorkflowInput({ workflow: workflow.name, problem })
+        if (problem !== null)
+          return yield* new InvalidWorkflowInput({
+            workflow: workflow.name,
+            problem,
+            example: workflow.inputExample
+          })
         const runId = yield* runIdOf(workflow.name, yield* now)
         const record = yield* store.reserve({
           runId,

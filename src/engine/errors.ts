@@ -16,21 +16,35 @@ export class DefinitionError extends Schema.TaggedError<DefinitionError>()("Defi
   }
 }
 
+/** At most this many names of the loaded workflows are listed in the message. */
+const LISTED_WORKFLOWS = 20
+
 export class WorkflowNotFound extends Schema.TaggedError<WorkflowNotFound>()("WorkflowNotFound", {
-  workflow: Schema.String
+  workflow: Schema.String,
+  /** The names of the workflows that are loaded. */
+  available: Schema.Array(Schema.String)
 }) {
   override get message() {
-    return `no workflow named "${this.workflow}" is loaded`
+    const name = JSON.stringify(this.workflow.length <= 80 ? this.workflow : `${this.workflow.slice(0, 79)}…`)
+    if (this.available.length === 0) return `no workflow named ${name} is loaded (none are)`
+    const listed = this.available.slice(0, LISTED_WORKFLOWS).join(", ")
+    const more =
+      this.available.length > LISTED_WORKFLOWS ? `, and ${this.available.length - LISTED_WORKFLOWS} more` : ""
+    return `no workflow named ${name} is loaded; the loaded workflows are: ${listed}${more}`
   }
 }
 
 /** The run input is not JSON or the workflow's `input` check rejected it. */
 export class InvalidWorkflowInput extends Schema.TaggedError<InvalidWorkflowInput>()("InvalidWorkflowInput", {
   workflow: Schema.String,
-  problem: Schema.String
+  problem: Schema.String,
+  /** An input the workflow accepts (its schema's required fields), when it has an input schema. */
+  example: Schema.optionalWith(Schema.Unknown, { default: () => null })
 }) {
   override get message() {
-    return `input of workflow "${this.workflow}" is invalid: ${this.problem}`
+    const example =
+      this.example === null ? "" : `; an input it accepts looks like ${JSON.stringify(this.example)}`
+    return `input of workflow "${this.workflow}" is invalid: ${this.problem}${example}`
   }
 }
 

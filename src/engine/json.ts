@@ -2,7 +2,8 @@
  * JSON data rules for workflow input and node outputs: plain JSON values only (so they survive
  * a round trip through SQLite unchanged), bounded in size, compared canonically.
  */
-import { Either, ParseResult, Schema } from "effect"
+import { Either, Schema } from "effect"
+import { readableIssues } from "../domain/readable-issues.ts"
 import type { JsonCheck } from "./definition.ts"
 
 /** Largest serialized input or output the engine stores. */
@@ -53,13 +54,16 @@ export const canonicalJson = (value: unknown): string =>
 /** A loaded check: null when the value passes, else the problem. */
 export type Check = (value: unknown) => string | null
 
-/** Turn an author's check (function or Effect Schema) into one calling convention. */
-export const toCheck = (check: JsonCheck): Check => {
+/**
+ * Turn an author's check (function or Effect Schema) into one calling convention. A schema's
+ * failure is told in plain words, naming the value as `root` ("the input", "the output").
+ */
+export const toCheck = (check: JsonCheck, root = "the value"): Check => {
   if (Schema.isSchema(check)) {
     const decode = Schema.decodeUnknownEither(check)
     return (value) =>
       Either.match(decode(value, { errors: "all" }), {
-        onLeft: (error) => ParseResult.TreeFormatter.formatErrorSync(error),
+        onLeft: (error) => readableIssues(error, root),
         onRight: () => null
       })
   }

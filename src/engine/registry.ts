@@ -81,7 +81,7 @@ export const make = (entries: ReadonlyArray<WorkflowEntry>) =>
         Effect.flatMap(Ref.get(current), (map) => {
           const found = map.get(name)
           return found === undefined
-            ? Effect.fail(new WorkflowNotFound({ workflow: name }))
+            ? Effect.fail(new WorkflowNotFound({ workflow: name, available: [...map.keys()].sort() }))
             : Effect.succeed(found)
         }),
       list: Effect.map(Ref.get(current), (map) => [...map.values()]),

@@ -12,6 +12,7 @@ import {
   type Edge,
   type WorkflowDefinition
 } from "./definition.ts"
+import { exampleOf } from "../domain/readable-issues.ts"
 import { DefinitionError } from "./errors.ts"
 import { type Check, toCheck } from "./json.ts"
 import { parseExpression, type Route } from "./routing.ts"
@@ -39,6 +40,8 @@ export interface LoadedWorkflow {
   readonly startAt: string
   readonly maxSteps: number
   readonly input: Check | null
+  /** An input the workflow's input schema accepts (required fields only), for error replies. */
+  readonly inputExample: unknown
   readonly presentation: NonNullable<WorkflowDefinition["presentation"]> | null
   readonly nodes: ReadonlyMap<string, LoadedNode>
   /** The outgoing edge of each node that has one. */
@@ -147,7 +150,8 @@ const loadNode = (id: string, value: unknown): LoadedNode => {
     type: "agent",
     id,
     prompt: prompt as AgentNode["prompt"],
-    output: value.output === undefined ? null : toCheck(value.output as AgentNode["output"] & {}),
+    output:
+      value.output === undefined ? null : toCheck(value.output as AgentNode["output"] & {}, "the output"),
     timeout
   }
 }
@@ -252,7 +256,11 @@ const load = (value: unknown): LoadedWorkflow => {
     description: description ?? null,
     startAt: value.startAt,
     maxSteps: maxSteps === undefined ? DEFAULT_MAX_STEPS : (maxSteps as number),
-    input: value.input === undefined ? null : toCheck(value.input as WorkflowDefinition["input"] & {}),
+    input:
+      value.input === undefined
+        ? null
+        : toCheck(value.input as WorkflowDefinition["input"] & {}, "the input"),
+    inputExample: Schema.isSchema(value.input) ? exampleOf(value.input.ast) : null,
     presentation: (value.presentation as WorkflowDefinition["presentation"]) ?? null,
     nodes,
     routes,

@@ -87,7 +87,10 @@ describe("autoimplement: definition", () => {
         })
       )
       expect(refused._tag).toBe("InvalidWorkflowInput")
-      expect(refused.message).toMatch(/task/)
+      // What is wrong and what a good input looks like, in plain words.
+      expect(refused.message).toBe(
+        'input of workflow "autoimplement" is invalid: task is missing; an input it accepts looks like {"task":"…"}'
+      )
       expect(yield* h.engine.list(SESSION)).toEqual([])
     })
   )

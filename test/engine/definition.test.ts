@@ -236,7 +236,7 @@ describe("loadWorkflow: good definitions", () => {
         "Default"
       ])
       const check = workflow.nodes.get("a")
-      expect(check?.type === "agent" && check.output?.({ ok: "yes" })).toMatch(/Expected boolean/)
+      expect(check?.type === "agent" && check.output?.({ ok: "yes" })).toMatch(/ok must be a boolean \(got "yes"\)/)
       expect(check?.type === "agent" && check.output?.({ ok: true })).toBeNull()
     })
   )
@@ -354,7 +354,9 @@ describe("WorkflowRegistry", () => {
       expect((yield* registry.list).map((r) => r.workflow.name)).toEqual(["one"])
       yield* registry.replaceAll([{ ...one, name: "two" }])
       expect((yield* registry.list).map((r) => r.workflow.name)).toEqual(["two"])
-      expect((yield* Effect.flip(registry.get("one"))).message).toBe('no workflow named "one" is loaded')
+      expect((yield* Effect.flip(registry.get("one"))).message).toBe(
+        'no workflow named "one" is loaded; the loaded workflows are: two'
+      )
     })
   )
 })
