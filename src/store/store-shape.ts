@@ -91,7 +91,10 @@ export const readShape: Effect.Effect<StoreShape, StoreFailure, SqlClient.SqlCli
       behind
     }
   }
-).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(storeFailure("open")(error))))
+).pipe(
+  Effect.catchTag("SqlError", (error) => Effect.fail(storeFailure("open")(error))),
+  Effect.withSpan("store.readShape")
+)
 
 const resetSqlite = (path: string) =>
   `To reset the controller store: stop Pi, move ${path} (and its -wal and -shm files, if present) ` +
