@@ -12,6 +12,7 @@ export const POSTGRES_SUITES = [
   "test/store/list.test.ts",
   "test/store/resolution.test.ts",
   "test/store/postgres.test.ts",
+  "test/store/postgres-timeouts.test.ts",
   "test/store/pg-migration-race.test.ts",
   "test/engine/run-store.test.ts",
   "test/interruption/covered-claim-loss.test.ts",
@@ -38,6 +39,7 @@ export const POSTGRES_SUITES = [
 /** Files about PostgreSQL itself: the `postgres` project only. */
 const POSTGRES_ONLY = [
   "test/store/postgres.test.ts",
+  "test/store/postgres-timeouts.test.ts",
   "test/store/pg-migration-race.test.ts",
   "test/cli/cli-pg.test.ts"
 ]

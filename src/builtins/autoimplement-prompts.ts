@@ -41,6 +41,8 @@ export const scopeOf = (context: StepContext): Scope => {
 }
 
 const ROUTERS = new Set(["afterVerify", "afterReview", "afterCi"])
+/** The read-only guards before publish and finalizeDelivery (`repeat-guards.ts`). */
+const GUARDS = new Set(["publishGuard", "deliveryGuard"])
 
 /** Why the run arrived here: findings of a router that sent it back, or a fallback's decision. */
 const arrival = (history: ReadonlyArray<VisitRecord>): string => {
@@ -52,6 +54,9 @@ const arrival = (history: ReadonlyArray<VisitRecord>): string => {
   }
   if (last.nodeId === "fallbackRoute") {
     return `\nA stage timed out and the timeout fallback chose this stage: ${json(output)}\n`
+  }
+  if (GUARDS.has(last.nodeId)) {
+    return `\nBefore this stage the workflow read the repository and pull request (reads only): ${json(output)}\n`
   }
   return ""
 }

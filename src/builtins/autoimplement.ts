@@ -1,8 +1,10 @@
 /**
  * The `autoimplement` built-in: agent stages the model carries out with its own tools
  * (implement, plan and run verification, publish, review, CI, deliver; `redesign` to replan),
- * joined by pure compute nodes that only route, validate and keep books. A stage that times out
- * goes to one shared read-only fallback (at most three per run) that picks the safest next
+ * joined by compute nodes that only route, validate and keep books, and two guards that read the
+ * repository and forge (through the injected command runner, reads only) to skip `publish` or
+ * `finalizeDelivery` when their work is already done (`repeat-guards.ts`). A stage that times
+ * out goes to one shared read-only fallback (at most three per run) that picks the safest next
  * stage; failures keep their normal terminal behaviour and cancellation never routes.
  */
 import { Effect, Either, Option, Schema } from "effect"
@@ -19,10 +21,15 @@ import {
   verifyRunPrompt
 } from "./autoimplement-prompts.ts"
 import { budgetAtGuard, budgetOf, fallbacksUsed, MAX_FALLBACKS, timeoutsIn } from "./fallback-budget.ts"
+import { type CommandRunnerService, runCommand } from "./command-runner.ts"
 import { checkRoute, FallbackDecision, STAGES, type Stage } from "./fallback-route.ts"
+import { DeliveryFacts, deliveryGuard, GUARD_TIMEOUT_MS, publishGuard } from "./repeat-guards.ts"
 
-/** Bump on any change to the graph, prompts or checks: runs of another revision refuse to resume. */
-export const AUTOIMPLEMENT_REVISION = 1
+/**
+ * Bump on any change to the graph, prompts or checks: runs of another revision refuse to resume.
+ * 2: the publish and delivery guards.
+ */
+export const AUTOIMPLEMENT_REVISION = 2
 
 const MINUTE = 60_000
 /** Explicit stage limits; stages not listed use the engine default (15 minutes). */
@@ -138,6 +145,19 @@ const resolveFallback = (context: StepContext) => {
   return { next: target.right ?? "blocked", source: budget.source.nodeId, ...decision }
 }
 
+/** The run's result when the delivery guard found the pull request merged and reported. */
+const alreadyDelivered = (context: StepContext) => {
+  const guard = outputOf(Schema.Struct({ facts: DeliveryFacts }), context, "deliveryGuard")
+  return {
+    status: "delivered",
+    delivered: true,
+    mergeCommit: guard.facts.mergeCommit,
+    report: guard.facts.report ?? "",
+    alreadyDone: true,
+    ...timeoutHistory(context.history)
+  }
+}
+
 const presentation = ({ result }: { readonly result: unknown }): string => {
   const value: Readonly<Record<string, unknown>> =
     typeof result === "object" && result !== null ? { ...result } : {}
@@ -145,7 +165,8 @@ const presentation = ({ result }: { readonly result: unknown }): string => {
   return `Autoimplement stopped: ${value.status === "blocked" ? String(value.reason) : "not delivered"}.\n${JSON.stringify(result, null, 2)}`
 }
 
-export const autoimplement: WorkflowDefinition = {
+/** The definition, with the command runner its guards read the repository and forge through. */
+export const makeAutoimplement = (runner: CommandRunnerService): WorkflowDefinition => ({
   name: "autoimplement",
   revision: AUTOIMPLEMENT_REVISION,
   description:
@@ -169,6 +190,20 @@ export const autoimplement: WorkflowDefinition = {
     review: stage("review"),
     ci: stage("ci"),
     finalizeDelivery: stage("finalizeDelivery"),
+    publishGuard: {
+      type: "compute",
+      description: "Read only: skip publish when the branch is pushed at HEAD and its pull request exists.",
+      timeoutMs: GUARD_TIMEOUT_MS,
+      run: (context) => Effect.suspend(() => publishGuard(runner)(context))
+    },
+    deliveryGuard: {
+      type: "compute",
+      description:
+        "Read only: skip finalizeDelivery when the expected head is merged and the final report exists.",
+      timeoutMs: GUARD_TIMEOUT_MS,
+      run: (context) => Effect.suspend(() => deliveryGuard(runner)(context))
+    },
+    alreadyDelivered: { type: "compute", run: alreadyDelivered },
     afterVerify: {
       type: "compute",
       run: (context) => {
@@ -235,12 +270,20 @@ export const autoimplement: WorkflowDefinition = {
     ...STAGES.map(outcomeEdge),
     {
       from: "afterVerify",
-      switch: { on: "$output.next", cases: { publish: "publish", implement: "implement" } }
+      switch: { on: "$output.next", cases: { publish: "publishGuard", implement: "implement" } }
+    },
+    { from: "publishGuard", switch: { on: "$output.next", cases: { publish: "publish", review: "review" } } },
+    {
+      from: "deliveryGuard",
+      switch: {
+        on: "$output.next",
+        cases: { finalizeDelivery: "finalizeDelivery", complete: "alreadyDelivered" }
+      }
     },
     { from: "afterReview", switch: { on: "$output.next", cases: { ci: "ci", implement: "implement" } } },
     {
       from: "afterCi",
-      switch: { on: "$output.next", cases: { finalizeDelivery: "finalizeDelivery", implement: "implement" } }
+      switch: { on: "$output.next", cases: { finalizeDelivery: "deliveryGuard", implement: "implement" } }
     },
     {
       from: "fallbackGuard",
@@ -257,14 +300,17 @@ export const autoimplement: WorkflowDefinition = {
           implement: "implement",
           verifyPlan: "verifyPlan",
           verifyRun: "verifyRun",
-          publish: "publish",
+          publish: "publishGuard",
           review: "review",
           ci: "ci",
-          finalizeDelivery: "finalizeDelivery",
+          finalizeDelivery: "deliveryGuard",
           blocked: "blocked"
         }
       }
     }
   ],
   presentation
-}
+})
+
+/** What ships: the guards run their reads as child processes. */
+export const autoimplement: WorkflowDefinition = makeAutoimplement({ run: runCommand })

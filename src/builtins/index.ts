@@ -5,13 +5,13 @@
  * refuses to resume and asks for a Pi reload.
  */
 import type { WrappedEntry } from "../engine/registry.ts"
-import { autoimplement } from "./autoimplement.ts"
+import { makeAutoimplement } from "./autoimplement.ts"
 import { runCommand } from "./command-runner.ts"
 import { makeMonitor } from "./monitor.ts"
 
 export const BUILTIN_ORIGIN = "built-in"
 
 export const builtinWorkflows: ReadonlyArray<WrappedEntry> = [
-  { definition: autoimplement, origin: BUILTIN_ORIGIN },
+  { definition: makeAutoimplement({ run: runCommand }), origin: BUILTIN_ORIGIN },
   { definition: makeMonitor({ run: runCommand }), origin: BUILTIN_ORIGIN }
 ]

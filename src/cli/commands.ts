@@ -10,6 +10,7 @@ import { Clock, Console, Data, Effect, Layer, Option } from "effect"
 import { isPostgresUrl, resolveDbPath } from "../extension/db-path.ts"
 import { Database, legacyLaunchFailures } from "../store/database.ts"
 import { StoreFailure } from "../store/store-errors.ts"
+import { isNotADatabase, readability, readShape, refusal, StoreRefused } from "../store/store-shape.ts"
 import { RunState, RunStore } from "../store/run-store.ts"
 import * as LaunchStoreSqlite from "../store/launch-store-sqlite.ts"
 import * as RunStoreSqlite from "../store/run-store-sqlite.ts"
@@ -117,6 +118,30 @@ const storesAt = (location: string) =>
 
 type Stores = Layer.Layer.Success<ReturnType<typeof storesAt>>
 
+/**
+ * Before any store reads a table: a database the stores cannot read as it is (legacy rows in a
+ * file Pi refuses, a table missing) is refused from its structure, changing nothing.
+ */
+const readable = (shown: string, postgres: boolean) =>
+  Effect.flatMap(readShape, (shape) => {
+    const refused = refusal(shown, postgres, readability(shape))
+    return refused === undefined ? Effect.void : Effect.fail(refused)
+  })
+
+/** An open that failed because the file is no SQLite database at all, said so plainly. */
+const notADatabase =
+  (shown: string) =>
+  <E>(error: E): E | StoreRefused =>
+    error instanceof StoreFailure && isNotADatabase(error)
+      ? new StoreRefused({
+          databasePath: shown,
+          postgres: false,
+          reason: "notADatabase",
+          pending: 0,
+          missing: []
+        })
+      : error
+
 /** Run `program` over the stores of the database, opened read-only (given the name it shows). */
 const withStores = <A, E>(
   db: Option.Option<string>,
@@ -126,7 +151,8 @@ const withStores = <A, E>(
     const location = yield* databasePath(db)
     if (isPostgresUrl(location)) {
       const pg = yield* loadPg
-      return yield* Effect.provide(program(pg.redactUrl(location)), storesAt(location))
+      const shown = pg.redactUrl(location)
+      return yield* Effect.provide(Effect.zipRight(readable(shown, true), program(shown)), storesAt(location))
     }
     const path = location
     const exists = yield* Effect.sync(() => fileExists(path))
@@ -138,7 +164,10 @@ const withStores = <A, E>(
         exitCode: 2
       })
     }
-    return yield* Effect.provide(program(path), storesAt(path))
+    return yield* Effect.provide(
+      Effect.zipRight(readable(path, false), program(path)),
+      Layer.mapError(storesAt(path), notADatabase(path))
+    )
   })
 
 const fileExists = (path: string): boolean => existsSync(path) && statSync(path).isFile()
@@ -267,41 +296,52 @@ const doctor = Command.make(
     )
   },
   (args) =>
-    withStores(args.db, (path) =>
-      Effect.gen(function* () {
-        if (args.stale < 1) {
-          return yield* new CliFailure({
-            message: `--stale-minutes must be at least 1, got ${args.stale}`,
-            exitCode: 2
-          })
-        }
-        const now = yield* Clock.currentTimeMillis
-        const findings = diagnose({
-          databasePath: path,
-          now,
-          staleMs: args.stale * 60_000,
-          legacyPending: yield* legacyLaunchFailures,
-          pending: yield* (yield* TurnIntentStore).list({ state: "pending", limit: MAX_LIST_LIMIT }),
-          running: yield* (yield* RunStore).list({ state: "running", limit: 1_000 })
+    Effect.gen(function* () {
+      if (args.stale < 1) {
+        return yield* new CliFailure({
+          message: `--stale-minutes must be at least 1, got ${args.stale}`,
+          exitCode: 2
         })
-        const ok = healthy(findings)
-        if (args.json) {
-          yield* printJson({ database: path, healthy: ok, findings })
-        } else {
-          const s = yield* style
-          const lines = [`database ${path}`]
-          for (const finding of findings) {
-            lines.push(
-              `${finding.healthy ? paint(s, "good", "ok     ") : paint(s, "bad", "PROBLEM")} ${finding.summary}`
-            )
-            for (const item of finding.items) lines.push(`          ${item}`)
+      }
+      yield* withStores(args.db, (path) =>
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const findings = diagnose({
+            databasePath: path,
+            now,
+            staleMs: args.stale * 60_000,
+            legacyPending: yield* legacyLaunchFailures,
+            pending: yield* (yield* TurnIntentStore).list({ state: "pending", limit: MAX_LIST_LIMIT }),
+            running: yield* (yield* RunStore).list({ state: "running", limit: 1_000 })
+          })
+          const ok = healthy(findings)
+          if (args.json) {
+            yield* printJson({ database: path, healthy: ok, findings })
+          } else {
+            const s = yield* style
+            const lines = [`database ${path}`]
+            for (const finding of findings) {
+              lines.push(
+                `${finding.healthy ? paint(s, "good", "ok     ") : paint(s, "bad", "PROBLEM")} ${finding.summary}`
+              )
+              for (const item of finding.items) lines.push(`          ${item}`)
+            }
+            lines.push(ok ? "healthy" : "problems found (see above)")
+            yield* Console.log(lines.join("\n"))
           }
-          lines.push(ok ? "healthy" : "problems found (see above)")
-          yield* Console.log(lines.join("\n"))
-        }
-        if (!ok) return yield* new CliFailure({ message: "", exitCode: 1 })
-      })
-    )
+          if (!ok) return yield* new CliFailure({ message: "", exitCode: 1 })
+        })
+      ).pipe(
+        // Legacy rows are doctor's finding (exit 1: a problem, with its fix), said in one line.
+        Effect.catchTag("StoreRefused", (refused) =>
+          Effect.fail(
+            refused.reason === "legacyLaunchFailures"
+              ? new CliFailure({ message: refused.message, exitCode: 1 })
+              : refused
+          )
+        )
+      )
+    })
 ).pipe(Command.withDescription("check the database and explain what needs attention (exit 1 when it does)"))
 
 export const root = Command.make("pi-workflow-turns").pipe(

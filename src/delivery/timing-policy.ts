@@ -31,7 +31,41 @@ export interface TimingPolicyService {
   readonly deliveryLease: Duration.Duration
   /** Longest an abort waits for its intent to be stored (default 250 ms). */
   readonly abortPersistTimeout: Duration.Duration
+  /**
+   * PostgreSQL: the longest one statement may run on the server (`statement_timeout` of every
+   * pool session); the server then cancels it and the call fails with `StoreFailure`. The client
+   * stops waiting for an answer `pgClientMargin(…)` later (`query_timeout`), so a statement on a
+   * stalled connection is bounded too. null (default): `pgDefaultTimeout(lock budget)`, twice
+   * the connection's lock budget (`busyTimeoutMs`) and at least 10 s. A value must exceed the
+   * lock budget (a lock wait ends as a lock timeout first, retried as such); otherwise opening
+   * the database fails.
+   */
+  readonly pgStatementTimeout: Duration.Duration | null
+  /**
+   * PostgreSQL: the longest a session may sit idle inside an open transaction
+   * (`idle_in_transaction_session_timeout`); the server then ends the session, rolling the
+   * transaction back and releasing its locks (a stopped or frozen process cannot hold other
+   * writers past it). null (default): `pgDefaultTimeout(lock budget)`, as for statements.
+   */
+  readonly pgIdleInTransactionTimeout: Duration.Duration | null
 }
+
+/** The stores' default lock budget (`busyTimeoutMs`): how long a statement waits for a lock. */
+export const DEFAULT_LOCK_BUDGET_MS = 5_000
+
+/** The floor of the derived PostgreSQL timeouts: no store statement comes near it. */
+const PG_TIMEOUT_FLOOR_MS = 10_000
+
+/** The PostgreSQL timeouts a null policy field means: twice the lock budget, at least 10 s. */
+export const pgDefaultTimeout = (lockBudgetMs: number): number =>
+  Math.max(PG_TIMEOUT_FLOOR_MS, 2 * lockBudgetMs)
+
+/**
+ * How much longer than the server's statement timeout the client waits for an answer: long
+ * enough for the server's own cancellation to arrive first on a healthy connection (the session
+ * stays usable), at most 1 s.
+ */
+export const pgClientMargin = (statementTimeoutMs: number): number => Math.min(1_000, statementTimeoutMs)
 
 export const DEFAULT_TIMING_POLICY: TimingPolicyService = {
   storeRetry: Schedule.intersect(Schedule.exponential(Duration.millis(100)), Schedule.recurs(4)),
@@ -42,7 +76,9 @@ export const DEFAULT_TIMING_POLICY: TimingPolicyService = {
   syncInterval: Duration.seconds(10),
   maintenanceInterval: Duration.seconds(5),
   deliveryLease: Duration.millis(DEFAULT_LEASE_MS),
-  abortPersistTimeout: Duration.millis(250)
+  abortPersistTimeout: Duration.millis(250),
+  pgStatementTimeout: null,
+  pgIdleInTransactionTimeout: null
 }
 
 export class TimingPolicy extends Context.Reference<TimingPolicy>()("pi-workflow-turns/TimingPolicy", {

@@ -3,8 +3,10 @@
  * a fake `gh` on PATH; the model is scripted to follow the prompts' inspect-before-act
  * instructions. `publish` pushes and opens the pull request, then times out (the default limit
  * is shortened for this Pi through PI_WORKFLOWS_DEFAULT_TIMEOUT_MS); the fallback inspects and
- * routes to retry, and the repeated `publish` finds both done. `finalizeDelivery` merges and
- * posts the final report, then Pi stops and restarts mid-stage; the rerun finds both done.
+ * routes to retry, and the publish guard (a read-only compute node) finds both done and skips
+ * the stage. `finalizeDelivery` merges and posts the final report, then Pi stops and restarts
+ * mid-stage; the resumed stage is asked again (a resume re-asks the same step, past no guard)
+ * and finds both done. A model that does not inspect is test/builtins/repeat-guards.test.ts.
  * Judged by the forge's state: one commit, one push of the branch, one pull request, one
  * review, one merge, one final report.
  */
@@ -85,7 +87,8 @@ describe("autoimplement repeats only missing work (real Pi, fake forge)", () => 
     })
     await pi.waitForQuiet({ after: 0, timeoutMs: 30_000 })
     expect(forge.ghLog()).toEqual(["create", "review", "merge", "comment"])
-    expect(model.visits.get("publish")).toBe(2)
+    // The retry went through the publish guard, which found the work done: publish was asked once.
+    expect(model.visits.get("publish")).toBe(1)
     expect(model.visits.get("fallback")).toBe(1)
     await pi.stop(30_000)
     pi = await pi.restart()
@@ -101,7 +104,7 @@ describe("autoimplement repeats only missing work (real Pi, fake forge)", () => 
     await pi.waitForQuiet({ after: 0, timeoutMs: 30_000 })
 
     expect(model.visits.get("finalizeDelivery")).toBe(2)
-    // Both visits of each repeated stage carried the inspect-before-act instructions.
+    // Every visit of each consequential stage carried the inspect-before-act instructions.
     const publishRule = "open a pull request only when none exists for the branch"
     const deliverRule = "Merge only when the pull request is not merged yet"
     expect(
@@ -119,7 +122,11 @@ describe("autoimplement repeats only missing work (real Pi, fake forge)", () => 
     const steps = peekRows(db, "workflow_steps", { orderBy: "seq" }).map(
       (row) => `${String(row.node_id)}:${String(row.outcome)}`
     )
-    expect(steps.filter((step) => step.startsWith("publish"))).toEqual(["publish:timed_out", "publish:ok"])
+    expect(steps.filter((step) => step.startsWith("publish"))).toEqual([
+      "publishGuard:ok",
+      "publish:timed_out",
+      "publishGuard:ok"
+    ])
     expect(steps).toContain("fallback:ok")
   }, 480_000)
 })

@@ -149,6 +149,31 @@ describe("the CLI on PostgreSQL", () => {
     expect(runs.stderr).toMatch(/pi-workflow-turns\/999/)
   })
 
+  it("a database that lost a controller table: every command says how to reset it, exit 2, nothing changed", async () => {
+    const damaged = await Effect.runPromise(freshPgUrl)
+    await Effect.runPromise(seed(damaged))
+    await pgQuery(damaged, "DROP TABLE workflow_turn_intents")
+    const before = await pgQuery(
+      damaged,
+      "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1"
+    )
+    for (const command of [["doctor"], ["runs"], ["intents"], ["show", "run-done"]]) {
+      const result = await cli([...command, "--db", damaged])
+      expectOneLine(result)
+      expect(result.code, command[0]).toBe(2)
+      expect(result.stderr).toMatch(
+        /lacks the table\(s\) workflow_turn_intents.*To reset the controller store/
+      )
+      expect(result.stderr).not.toMatch(/does not exist/)
+    }
+    expect(
+      await pgQuery(
+        damaged,
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1"
+      )
+    ).toEqual(before)
+  })
+
   it("a server that cannot be reached: one line, exit 2, the password never shown", async () => {
     const nowhere = `postgresql://pwt:secret@localhost/postgres?host=${encodeURIComponent(join(dir, "no-server"))}`
     const runs = await cli(["runs", "--db", nowhere])

@@ -183,24 +183,6 @@ describe("pi-workflow-turns (the bin)", () => {
     }
   })
 
-  it("doctor: an unversioned alpha file with pending launch_failure rows still gets the reset instruction", async () => {
-    // Pi refuses such a file, so it is never upgraded: doctor must still open it.
-    const alpha = join(dir, "alpha.db")
-    const raw = new BetterSqlite(alpha)
-    for (const statement of controllerSchemaStatements) raw.exec(statement)
-    raw.exec(`INSERT INTO pi_workflows_metadata VALUES ('schema', '${CONTROLLER_SCHEMA}');
-      DROP TABLE workflow_notifications;
-      CREATE TABLE workflow_notifications (notification_id TEXT PRIMARY KEY, run_id TEXT, target_session_id TEXT,
-        kind TEXT, payload_json TEXT, created_at TEXT, delivered_at TEXT);
-      INSERT INTO workflow_notifications VALUES ('n1', 'r', 's', 'launch_failure', '{}', 'x', NULL);`)
-    raw.close()
-    const before = fileHash(alpha)
-    const result = await cli(["doctor", "--db", alpha])
-    expect(result.code).toBe(1)
-    expect(result.stdout).toContain("1 pending launch_failure notification(s)")
-    expect(fileHash(alpha)).toBe(before)
-  })
-
   it("never blocks a live writer: reads while another process holds a write transaction", async () => {
     const writer = new BetterSqlite(healthyDb)
     try {

@@ -2,8 +2,10 @@
  * A loopback proxy in front of the test cluster's unix socket, for network faults one test can
  * cause without touching the server other test files share: `refuse` stops listening and cuts
  * every open connection (what clients see when the server is gone: the socket file is missing),
- * `slow` delays every chunk both ways, `heal` ends both. Everything passes through unchanged
- * otherwise; the proxy closes with its scope.
+ * `slow` delays every chunk both ways, `stall` holds every chunk (connections stay open, nothing
+ * arrives: a frozen server or a partitioned network), `heal` ends all three (held chunks are then
+ * passed on in order). Everything passes through unchanged otherwise; the proxy closes with its
+ * scope.
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { createConnection, createServer, type Server, type Socket } from "node:net"
@@ -16,6 +18,7 @@ export interface PgProxy {
   readonly url: string
   readonly refuse: Effect.Effect<void>
   readonly slow: (ms: number) => Effect.Effect<void>
+  readonly stall: Effect.Effect<void>
   readonly heal: Effect.Effect<void>
 }
 
@@ -40,10 +43,12 @@ export const startPgProxy = (url: string): Effect.Effect<PgProxy, never, Scope.S
     const path = socketIn(dir, port)
     const open = new Set<Socket>()
     let delayMs = 0
+    let held: Array<readonly [Socket, Buffer]> | null = null
     const forward = (from: Socket, to: Socket) => {
       from.on("data", (chunk: Buffer) => {
         // Equal delays fire in arrival order, so the stream stays in order.
-        if (delayMs === 0) to.write(chunk)
+        if (held !== null) held.push([to, chunk])
+        else if (delayMs === 0) to.write(chunk)
         else setTimeout(() => to.write(chunk), delayMs)
       })
       from.on("close", () => to.destroy())
@@ -77,9 +82,15 @@ export const startPgProxy = (url: string): Effect.Effect<PgProxy, never, Scope.S
         Effect.sync(() => {
           delayMs = ms
         }),
+      stall: Effect.sync(() => {
+        held ??= []
+      }),
       heal: Effect.zipRight(
         Effect.sync(() => {
           delayMs = 0
+          const release = held ?? []
+          held = null
+          for (const [to, chunk] of release) if (!to.destroyed) to.write(chunk)
         }),
         Effect.suspend(() => (server.listening ? Effect.void : listen(server, path)))
       )

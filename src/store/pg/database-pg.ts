@@ -16,6 +16,10 @@
  *   waiting for another session's lock (a table or row lock held elsewhere) fails typed after
  *   the budget, as SQLite's busy timeout does; inside a transaction a fiber's `withLockBudget`
  *   lowers it (`SET LOCAL`, in the round trip that sets the isolation level).
+ * - Every other wait is bounded too (`pg-timeouts.ts`, from `TimingPolicy`): a statement the
+ *   server runs too long (`statement_timeout`), a transaction left idle by a stopped process
+ *   (`idle_in_transaction_session_timeout`), and an answer that never arrives over a stalled
+ *   connection (the client's `query_timeout`).
  * - `prepare`: the SQLite text of a statement in PostgreSQL's dialect (see `dialect-pg.ts`):
  *   inside a transaction through the SqlClient (on the transaction's connection), otherwise
  *   through the fast path.
@@ -40,10 +44,12 @@ import {
   withLockBudget
 } from "../database.ts"
 import { CONTROLLER_SCHEMA } from "../schema.ts"
+import { DEFAULT_LOCK_BUDGET_MS } from "../../delivery/timing-policy.ts"
 import { toPgDialect } from "./dialect-pg.ts"
 import { compareVersions, newerSchema, recordedVersions, runMigrator } from "../schema-versions.ts"
 import { isConnectionFailure, isSerializationFailure, isUnsent } from "./pg-failures.ts"
 import { makePool, runPrepared } from "./pool-pg.ts"
+import { sessionOptions, sessionTimeouts } from "./pg-timeouts.ts"
 import { checkSchema, readOnlyUrl, withConnectionOption } from "./readonly-pg.ts"
 import { KNOWN_PG, migrations } from "./schema-pg.ts"
 
@@ -100,10 +106,10 @@ const open = (options: PgDatabaseOptions) =>
         message: `cannot connect to PostgreSQL at ${shown}: ${String(error.cause ?? error.message)}`,
         cause: error
       })
-    const defaultBudgetMs = Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5_000))
+    const defaultBudgetMs = Math.max(0, Math.trunc(options.busyTimeoutMs ?? DEFAULT_LOCK_BUDGET_MS))
+    const timeouts = yield* sessionTimeouts(defaultBudgetMs)
     const url = yield* Effect.try({
-      // lock_timeout 0 would mean "wait forever": a zero budget is the shortest wait instead.
-      try: () => withConnectionOption(options.url, `-c lock_timeout=${Math.max(1, defaultBudgetMs)}`),
+      try: () => withConnectionOption(options.url, sessionOptions(timeouts)),
       catch: (cause) =>
         new StoreFailure({ operation: "open", message: `not a PostgreSQL URL: ${shown}`, cause })
     })
@@ -112,6 +118,7 @@ const open = (options: PgDatabaseOptions) =>
       types,
       maxConnections: options.maxConnections ?? 10,
       connectTimeoutMs: options.connectTimeoutMs ?? 5_000,
+      queryTimeoutMs: timeouts.clientMs,
       applicationName: APPLICATION_NAME
     }).pipe(Effect.mapError(connectFailed))
     const sql = yield* PgClient.fromPool({

@@ -13,8 +13,11 @@
  */
 
 const SERIALIZATION = new Set(["40001", "40P01"])
-/** The server ended or refused the session: admin/crash shutdown, cannot connect now. */
-const SESSION_ENDED = new Set(["57P01", "57P02", "57P03"])
+/**
+ * The server ended or refused the session: admin/crash shutdown, cannot connect now, or the
+ * session sat idle in its transaction past `idle_in_transaction_session_timeout` (rolled back).
+ */
+const SESSION_ENDED = new Set(["57P01", "57P02", "57P03", "25P03"])
 /** Socket-level errors of Node (`code`). */
 const SOCKET = new Set(["EPIPE", "ECONNRESET", "ECONNREFUSED", "ENOENT", "ETIMEDOUT", "EHOSTUNREACH"])
 /** `pg`'s own errors for a connection that is gone (they carry no code). */

@@ -19,6 +19,11 @@ export interface PoolOptions {
   readonly types: pg.CustomTypesConfig
   readonly maxConnections: number
   readonly connectTimeoutMs: number
+  /**
+   * How long a query waits for the server's answer before failing (pg's `query_timeout`): the
+   * bound on a connection that stalled, where the server's own timeouts cannot reach the client.
+   */
+  readonly queryTimeoutMs: number
   readonly applicationName: string
 }
 
@@ -31,6 +36,7 @@ export const makePool = (options: PoolOptions): Effect.Effect<pg.Pool, SqlError.
         types: options.types,
         max: options.maxConnections,
         connectionTimeoutMillis: options.connectTimeoutMs,
+        query_timeout: options.queryTimeoutMs,
         application_name: options.applicationName
       })
       // An idle connection the server drops emits here; the pool replaces it. Never a crash.

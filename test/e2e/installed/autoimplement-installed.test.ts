@@ -32,7 +32,7 @@ const until = async (check: () => boolean, what: string, timeoutMs: number) => {
 }
 
 describe("autoimplement from the installed package (real Pi)", () => {
-  it("a stage times out, the fallback routes to retry, the run completes", async () => {
+  it("a stage times out, the fallback routes to retry, the guard skips the done work, the run completes", async () => {
     const mock = await startMockOpenAI()
     const sandbox = createPiSandbox(mock.baseUrl, "pwt-ai-installed-")
     try {
@@ -80,10 +80,12 @@ describe("autoimplement from the installed package (real Pi)", () => {
         const steps = peekRows(db, "workflow_steps", { orderBy: "seq" }).map(
           (row) => `${String(row.node_id)}:${String(row.outcome)}`
         )
-        expect(steps.filter((step) => /^(publish|fallback):/.test(step))).toEqual([
+        // The retry passes the publish guard, which finds the branch pushed and its pull request open.
+        expect(steps.filter((step) => /^(publish|publishGuard|fallback):/.test(step))).toEqual([
+          "publishGuard:ok",
           "publish:timed_out",
           "fallback:ok",
-          "publish:ok"
+          "publishGuard:ok"
         ])
         expect(forge.ghLog()).toEqual(["create", "review", "merge", "comment"])
       } finally {

@@ -1,0 +1,53 @@
+/**
+ * The server- and client-side bounds every PostgreSQL session of the stores starts with, from
+ * `TimingPolicy` (`src/delivery/timing-policy.ts`) and the connection's lock budget:
+ *
+ * - `lock_timeout` = the lock budget: a lock wait fails as a lock failure (SQLSTATE 55P03);
+ * - `statement_timeout`: a statement the server runs longer is cancelled (57014);
+ * - `idle_in_transaction_session_timeout`: a session idle inside a transaction (its process
+ *   stopped or frozen) is ended by the server, which rolls it back and releases its locks (25P03);
+ * - the client's `query_timeout`, a little past the statement timeout: over a stalled connection
+ *   no answer (not even the server's cancellation) arrives, so the client stops waiting itself.
+ */
+import { Duration, Effect } from "effect"
+import { pgClientMargin, pgDefaultTimeout, TimingPolicy, toMillis } from "../../delivery/timing-policy.ts"
+import { StoreFailure } from "../store-errors.ts"
+
+export interface SessionTimeouts {
+  readonly lockMs: number
+  readonly statementMs: number
+  readonly idleInTransactionMs: number
+  readonly clientMs: number
+}
+
+/** The policy's timeouts for a connection with lock budget `lockBudgetMs`; a statement bound not above it is refused. */
+export const sessionTimeouts = (lockBudgetMs: number): Effect.Effect<SessionTimeouts, StoreFailure> =>
+  Effect.gen(function* () {
+    const policy = yield* TimingPolicy
+    // 0 would mean "no limit" to PostgreSQL: a zero budget is the shortest wait instead.
+    const lockMs = Math.max(1, lockBudgetMs)
+    const derived = pgDefaultTimeout(lockMs)
+    const statementMs =
+      policy.pgStatementTimeout === null ? derived : Math.max(1, toMillis(policy.pgStatementTimeout))
+    const idleInTransactionMs =
+      policy.pgIdleInTransactionTimeout === null
+        ? derived
+        : Math.max(1, toMillis(policy.pgIdleInTransactionTimeout))
+    if (statementMs <= lockMs) {
+      return yield* new StoreFailure({
+        operation: "open",
+        message:
+          `TimingPolicy.pgStatementTimeout (${Duration.format(Duration.millis(statementMs))}) must exceed ` +
+          `the lock budget busyTimeoutMs (${lockMs} ms), or lock waits would end as statement timeouts`
+      })
+    }
+    return { lockMs, statementMs, idleInTransactionMs, clientMs: statementMs + pgClientMargin(statementMs) }
+  })
+
+/** The `-c name=value` options that set the server-side bounds when a session starts. */
+export const sessionOptions = (timeouts: SessionTimeouts): string =>
+  [
+    `-c lock_timeout=${timeouts.lockMs}`,
+    `-c statement_timeout=${timeouts.statementMs}`,
+    `-c idle_in_transaction_session_timeout=${timeouts.idleInTransactionMs}`
+  ].join(" ")
