@@ -4,7 +4,7 @@
  */
 import { Either } from "effect"
 import { clip, MAX_ERROR_CHARS, quote } from "./text-bounds.ts"
-import { MAX_JSON_DEPTH, nestsDeeperThan } from "./tool-bounds.ts"
+import { MAX_JSON_DEPTH, nestsDeeperThan, tooDeep } from "../domain/json-depth.ts"
 
 export type CommandInput =
   | { readonly _tag: "list" }
@@ -37,10 +37,7 @@ export const parseCommand = (args: string): Either.Either<CommandInput, string> 
       }
       // Deeper JSON would overflow every recursive copy and check downstream; refuse it here.
       if (nestsDeeperThan(input, MAX_JSON_DEPTH)) {
-        return Either.left(
-          `/workflow start: the input nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep; ` +
-            `at most ${MAX_JSON_DEPTH} levels are accepted`
-        )
+        return Either.left(`/workflow start: ${tooDeep("the input")}`)
       }
       return Either.right({ _tag: "start", workflow, input })
     }

@@ -12,7 +12,7 @@ import type { ClaimLost } from "../store/run-errors.ts"
 import type { RequestRecord, RunStoreService, SubmitReceipt } from "../store/run-store.ts"
 import type { ActiveRun } from "./active-run.ts"
 import { SubmitRejected, type SubmitRejection } from "./errors.ts"
-import { canonicalJson, jsonProblem } from "./json.ts"
+import { canonicalJson, sentJsonProblem } from "./json.ts"
 
 export interface SubmitInput {
   /** The Pi session the tool call came from. */
@@ -90,7 +90,7 @@ export const submit = (
           )
         }
         const problem =
-          jsonProblem(output, "output") ??
+          sentJsonProblem(output, "output") ??
           (visit.node.type === "agent" && visit.node.output !== null ? visit.node.output(output) : null)
         if (problem !== null) return yield* reject(requestId, "invalidOutput", problem)
         const receipt: SubmitReceipt = {

@@ -195,6 +195,14 @@ describe("session ownership: another session's agent cannot act on a run", () =>
         ),
         a
       )
+      // Ended, A's run is still not B's to restart; nothing is launched.
+      const restart = yield* Effect.provide(runTool({ _tag: "restart", runId }), b)
+      expect(restart.text).toMatch(foreign)
+      const runs = yield* Effect.provide(
+        Effect.orDie(Effect.flatMap(RunStore, (store) => store.list({ limit: 100 }))),
+        a
+      )
+      expect(runs.map((run) => run.runId)).toEqual([runId])
     }).pipe(Effect.scoped)
   )
 
@@ -208,6 +216,39 @@ describe("session ownership: another session's agent cannot act on a run", () =>
       const cancelled = yield* runTool({ _tag: "cancel", runId })
       expect(cancelled.isError).toBe(false)
       expect(cancelled.text).toMatch(/^Cancelled: /)
+    }).pipe(Effect.provide(buildApp()), Effect.scoped)
+  )
+})
+
+describe("deep JSON reaching the engine", () => {
+  const deep = (levels: number): unknown => {
+    let value: unknown = "leaf"
+    for (let i = 0; i < levels; i++) value = { a: value }
+    return value
+  }
+  const tooDeep = (field: string) =>
+    `${field} nests arrays and objects more than 64 levels deep; at most 64 levels are accepted`
+
+  it.live("a 5,000-deep start input or submit output is a typed refusal that writes nothing", () =>
+    Effect.gen(function* () {
+      const start = yield* runTool({ _tag: "start", workflow: "greet", input: deep(5_000) })
+      expect(start.isError).toBe(true)
+      expect(start.details.error).toBe("InvalidWorkflowInput")
+      expect(start.text).toBe(
+        `workflow start failed: input of workflow "greet" is invalid: ${tooDeep("input")}`
+      )
+      expect(yield* Effect.orDie(Effect.flatMap(RunStore, (store) => store.list({ limit: 10 })))).toEqual([])
+      yield* runTool({ _tag: "start", workflow: "greet" })
+      yield* afterSettle(false)
+      yield* eventually(sentOfType(STEP), (steps) => steps.length === 1)
+      const requestId = yield* lastRequestId
+      const submit = yield* runTool({ _tag: "submit", requestId, output: deep(5_000) })
+      expect(submit.details.error).toBe("SubmitRejected")
+      expect(submit.text).toBe(
+        `workflow submit failed: submission for request ${requestId} rejected (invalidOutput): ${tooDeep("output")}`
+      )
+      // The request stayed open: a flat answer is accepted.
+      expect((yield* runTool({ _tag: "submit", requestId, output: deep(64) })).isError).toBe(false)
     }).pipe(Effect.provide(buildApp()), Effect.scoped)
   )
 })
