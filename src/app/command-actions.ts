@@ -1,6 +1,8 @@
 /**
  * The user's `/workflow` command. Unlike the tool, nothing here creates a turn intent: a direct
- * cancel or pause is the user taking control, so no automatic model turn follows.
+ * cancel or pause is the user taking control, so no automatic model turn follows. Also unlike the
+ * tool, the user may act on any run of the project, another session's included; the reply then
+ * names the owning session.
  */
 import { Clock, Effect, Option } from "effect"
 import type { CommandInput } from "./command-input.ts"
@@ -20,6 +22,15 @@ export interface CommandReply extends Reply {
   /** A run was queued while Pi is idle: activate it now. */
   readonly activate: boolean
 }
+
+/**
+ * The command may act on any run of the project (the user's authority); when the run is another
+ * session's, the reply says whose.
+ */
+const ownerNote = (run: { readonly targetSessionId: string }, sessionId: string): string =>
+  run.targetSessionId === sessionId
+    ? ""
+    : `\nThis run belongs to session ${run.targetSessionId}, not this one.`
 
 const reply = (
   base: Reply,
@@ -70,10 +81,13 @@ export const runCommand = (
         const status = yield* engine.status(input.runId)
         const progress = yield* progressOf(input.runId)
         return reply(
-          ok(`${readableStatus(status, yield* Clock.currentTimeMillis)}${progress}`, {
-            runId: status.runId,
-            status
-          })
+          ok(
+            `${readableStatus(status, yield* Clock.currentTimeMillis)}${progress}${ownerNote(status, sessionId)}`,
+            {
+              runId: status.runId,
+              status
+            }
+          )
         )
       }
       case "cancel": {
@@ -91,17 +105,22 @@ export const runCommand = (
         // run to hold, and no successor turn is owed (the user is at the keyboard).
         if (stepTurn) yield* session.abort
         // A cancelled run is no longer held: fallbacks and launches may continue.
-        return reply(ok(stepTurn ? cancelledWithTurn(cancelled) : `Cancelled ${describeRun(cancelled)}`), {
-          releaseHold: true
-        })
+        const text = stepTurn ? cancelledWithTurn(cancelled) : `Cancelled ${describeRun(cancelled)}`
+        return reply(ok(`${text}${ownerNote(cancelled, sessionId)}`), { releaseHold: true })
       }
       case "pause": {
         const runId = yield* targetRun(engine, sessionId, input.runId)
-        return reply(ok(`Pausing at the next step boundary: ${describeRun(yield* engine.pause(runId))}`))
+        const paused = yield* engine.pause(runId)
+        return reply(
+          ok(`Pausing at the next step boundary: ${describeRun(paused)}${ownerNote(paused, sessionId)}`)
+        )
       }
       case "resume": {
         const runId = yield* targetRun(engine, sessionId, input.runId)
-        return reply(ok(`Resumed ${describeRun(yield* engine.resume(runId))}`), { releaseHold: true })
+        const resumed = yield* engine.resume(runId)
+        return reply(ok(`Resumed ${describeRun(resumed)}${ownerNote(resumed, sessionId)}`), {
+          releaseHold: true
+        })
       }
     }
   }).pipe(

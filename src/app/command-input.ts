@@ -3,6 +3,8 @@
  * `cancel [runId]`, `pause [runId]`, `resume [runId]`, `list`. Pure parsing; the command handler acts.
  */
 import { Either } from "effect"
+import { clip, MAX_ERROR_CHARS, quote } from "./text-bounds.ts"
+import { MAX_JSON_DEPTH, nestsDeeperThan, tooDeep } from "../domain/json-depth.ts"
 
 export type CommandInput =
   | { readonly _tag: "list" }
@@ -26,13 +28,18 @@ export const parseCommand = (args: string): Either.Either<CommandInput, string> 
         return Either.left(`/workflow start needs a workflow name. ${COMMAND_USAGE}`)
       const json = rest.slice(workflow.length).trim()
       if (json === "") return Either.right({ _tag: "start", workflow, input: null })
+      let input: unknown
       try {
-        return Either.right({ _tag: "start", workflow, input: JSON.parse(json) as unknown })
+        input = JSON.parse(json)
       } catch (error) {
-        return Either.left(
-          `/workflow start: the input is not valid JSON (${error instanceof Error ? error.message : String(error)})`
-        )
+        const why = error instanceof Error ? error.message : String(error)
+        return Either.left(clip(`/workflow start: the input is not valid JSON (${why})`, MAX_ERROR_CHARS))
       }
+      // Deeper JSON would overflow every recursive copy and check downstream; refuse it here.
+      if (nestsDeeperThan(input, MAX_JSON_DEPTH)) {
+        return Either.left(`/workflow start: ${tooDeep("the input")}`)
+      }
+      return Either.right({ _tag: "start", workflow, input })
     }
     case "status":
     case "cancel":
@@ -41,6 +48,6 @@ export const parseCommand = (args: string): Either.Either<CommandInput, string> 
       if (restParts.length > 1) return Either.left(COMMAND_USAGE)
       return Either.right({ _tag: verb, runId: restParts[0] })
     default:
-      return Either.left(`unknown subcommand "${verb}". ${COMMAND_USAGE}`)
+      return Either.left(`unknown subcommand ${quote(verb)}. ${COMMAND_USAGE}`)
   }
 }

@@ -1,5 +1,7 @@
 /** Text replies for the tool and the command: short, factual, bounded. */
+import { ForeignRun } from "../domain/ownership.ts"
 import type { RunStatus, RunSummary, StepView } from "../engine/engine.ts"
+import { clip, MAX_ERROR_CHARS } from "./text-bounds.ts"
 import { duration, relative } from "./time-text.ts"
 
 export interface Reply {
@@ -14,11 +16,16 @@ export const ok = (text: string, details: Readonly<Record<string, unknown>> = {}
   details
 })
 
-const MAX_ERROR_TEXT = 2_000
+/** Structured fields of a refusal a program may act on, kept next to its kind. */
+const refusalFields = (error: unknown): Readonly<Record<string, unknown>> =>
+  error instanceof ForeignRun
+    ? { runId: error.runId, ownerSessionId: error.ownerSessionId, action: error.action }
+    : {}
 
 /**
- * Every failure of a tool or command action becomes one readable line, never a stack trace.
- * The error's kind stays in `details` for programs; people read only the message.
+ * Every failure of a tool or command action becomes one readable line, never a stack trace,
+ * of at most `MAX_ERROR_CHARS` code points. The error's kind stays in `details` for programs;
+ * people read only the message.
  */
 export const failed = (action: string, error: unknown): Reply => {
   const tag =
@@ -28,8 +35,8 @@ export const failed = (action: string, error: unknown): Reply => {
         ? error.name
         : "Error"
   const message = error instanceof Error ? error.message : String(error)
-  const text = `workflow ${action} failed: ${message}`.slice(0, MAX_ERROR_TEXT)
-  return { text, isError: true, details: { error: tag } }
+  const text = clip(`workflow ${action} failed: ${message}`, MAX_ERROR_CHARS)
+  return { text, isError: true, details: { error: tag, ...refusalFields(error) } }
 }
 
 export const describeRun = (run: RunSummary): string => {
@@ -47,7 +54,8 @@ const MAX_STATUS_JSON = 16_000
 /** Status as text plus bounded JSON the model can read; `extra` goes right under the summary line. */
 export const describeStatus = (status: RunStatus, extra = ""): string => {
   const json = JSON.stringify(status, null, 2)
-  const body = json.length <= MAX_STATUS_JSON ? json : `${json.slice(0, MAX_STATUS_JSON)}\n…[truncated]`
+  const clipped = clip(json, MAX_STATUS_JSON)
+  const body = clipped === json ? json : `${clipped}\n…[truncated]`
   return `${describeRun(status)}${extra}\n${body}`
 }
 

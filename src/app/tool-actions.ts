@@ -1,15 +1,17 @@
 /**
  * The `workflow` tool's actions as programs over the services. The adapter decodes the input
- * (src/extension/tool-input.ts) and returns the reply; nothing here touches Pi directly.
+ * (src/app/tool-input.ts) and returns the reply; nothing here touches Pi directly. The tool is
+ * the agent's authority: it acts only on runs of its own session (src/domain/ownership.ts).
  */
 import { Effect, Option } from "effect"
+import { foreignRun, type OwnedAction } from "../domain/ownership.ts"
 import type { EngineService } from "../engine/engine.ts"
 import { Engine } from "../engine/engine.ts"
 import { WorkflowRegistry } from "../engine/registry.ts"
 import { Notifications } from "../notifications/notifications.ts"
 import type { ToolInput } from "./tool-input.ts"
 import { PiSession } from "../session/pi-session.ts"
-import type { RunStore } from "../store/run-store.ts"
+import { RunStore } from "../store/run-store.ts"
 import type { LaunchStore } from "../terminal/launch-store.ts"
 import { chainStatus, type LaunchReply, restartRun, startWorkflow } from "../terminal/launches.ts"
 import { describeRun, describeStatus, failed, ok, type Reply } from "./replies.ts"
@@ -28,6 +30,22 @@ export const targetRun = (engine: EngineService, sessionId: string, runId: strin
           onSome: (run) => Effect.succeed(run.runId)
         })
       )
+
+/**
+ * The run a tool action names: the session's active run, or the given one when this session owns
+ * it. Another session's run is refused before anything is read or written for the action (a
+ * run's target session never changes, so the check cannot go stale). An unknown run passes
+ * through: the action itself says it does not exist.
+ */
+const ownRun = (engine: EngineService, sessionId: string, runId: string | undefined, action: OwnedAction) =>
+  Effect.gen(function* () {
+    const target = yield* targetRun(engine, sessionId, runId)
+    if (runId === undefined) return target
+    const found = yield* (yield* RunStore).get(target)
+    const refusal = Option.isSome(found) ? foreignRun(found.value, sessionId, action) : null
+    if (refusal !== null) return yield* refusal
+    return target
+  })
 
 /** What Pi tells us about the call: its ID keys a terminal turn's launch reservation. */
 export interface ToolCall {
@@ -78,10 +96,12 @@ export const runTool = (
             toolCallId: call.toolCallId ?? null
           })
         )
-      case "restart":
-        return launched(yield* restartRun({ runId: input.runId, toolCallId: call.toolCallId ?? null }))
+      case "restart": {
+        const runId = yield* ownRun(engine, sessionId, input.runId, "restart")
+        return launched(yield* restartRun({ runId, toolCallId: call.toolCallId ?? null }))
+      }
       case "status": {
-        const runId = yield* targetRun(engine, sessionId, input.runId)
+        const runId = yield* ownRun(engine, sessionId, input.runId, "status")
         const status = yield* engine.status(runId)
         const chain = yield* chainStatus(runId)
         const text =
@@ -89,7 +109,7 @@ export const runTool = (
         return ok(text, { runId, state: status.state, status })
       }
       case "cancel": {
-        const runId = yield* targetRun(engine, sessionId, input.runId)
+        const runId = yield* ownRun(engine, sessionId, input.runId, "cancel")
         const run = yield* engine.cancel(runId, { by: "agent" })
         return ok(`Cancelled: ${describeRun(run)}`, { runId, state: run.state })
       }

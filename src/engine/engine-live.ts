@@ -22,7 +22,7 @@ import {
 } from "./active-run.ts"
 import { Engine, type EngineConfig, type EngineService } from "./engine.ts"
 import { InvalidRunState, InvalidWorkflowInput, RunBusy } from "./errors.ts"
-import { jsonProblem } from "./json.ts"
+import { sentJsonProblem } from "./json.ts"
 import { type RegisteredWorkflow, WorkflowRegistry } from "./registry.ts"
 import { submit as submitRequest } from "./requests.ts"
 import { StepProgress } from "./progress.ts"
@@ -120,7 +120,7 @@ export const make = (config: EngineConfig = {}) =>
         }
         const registered = yield* registry.get(input.workflow)
         const workflow = registered.workflow
-        const problem = jsonProblem(input.input, "input") ?? workflow.input?.(input.input) ?? null
+        const problem = sentJsonProblem(input.input, "input") ?? workflow.input?.(input.input) ?? null
         if (problem !== null)
           return yield* new InvalidWorkflowInput({
             workflow: workflow.name,

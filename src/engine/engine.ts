@@ -7,6 +7,7 @@
  */
 import { Context, type Effect, type Option } from "effect"
 import type { InvalidInput } from "../domain/errors.ts"
+import type { ForeignRun } from "../domain/ownership.ts"
 import type { StoreFailure } from "../store/store-errors.ts"
 import type { RunOrigin } from "../domain/source-event.ts"
 import type { ClaimLost, ReservationConflict, RunNotFound } from "../store/run-errors.ts"
@@ -61,7 +62,7 @@ export interface EngineService {
   readonly activate: (sessionId: string) => Effect.Effect<Option.Option<RunSummary>, StoreFailure>
   readonly submit: (
     input: SubmitInput
-  ) => Effect.Effect<SubmitReceipt, SubmitRejected | ClaimLost | StoreFailure>
+  ) => Effect.Effect<SubmitReceipt, SubmitRejected | ForeignRun | ClaimLost | StoreFailure>
   /** `agent`: the `workflow` tool; `user`: `/workflow cancel`. */
   readonly cancel: (
     runId: string,

@@ -3,6 +3,7 @@
  * a round trip through SQLite unchanged), bounded in size, compared canonically.
  */
 import { Either, Schema } from "effect"
+import { MAX_JSON_DEPTH, nestsDeeperThan, tooDeep } from "../domain/json-depth.ts"
 import { readableIssues } from "../domain/readable-issues.ts"
 import type { JsonCheck } from "./definition.ts"
 
@@ -34,6 +35,14 @@ const problemAt = (value: unknown, path: string, seen: Set<object>): string | nu
     seen.delete(value)
   }
 }
+
+/**
+ * `jsonProblem` for JSON a model or a user sent (run input, step output), which must also nest at
+ * most `MAX_JSON_DEPTH` levels: checked first, iteratively, so the recursive checks after it
+ * (and every serialization downstream) cannot overflow the stack.
+ */
+export const sentJsonProblem = (value: unknown, label: string): string | null =>
+  nestsDeeperThan(value, MAX_JSON_DEPTH) ? tooDeep(label) : jsonProblem(value, label)
 
 /** Null when `value` is plain JSON within the size bound, else the first problem found. */
 export const jsonProblem = (value: unknown, label = "value"): string | null => {

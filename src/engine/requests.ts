@@ -1,16 +1,18 @@
 /**
  * Agent step submissions: `{action: "submit", requestId, output}` from the `workflow` tool.
  * Unknown, stale, cross-run, duplicate and invalid submissions are rejected with a clear error
- * and change nothing; an identical repeat returns the saved receipt. An accepted submission is
+ * and change nothing, and so is a request of another session's run (`ForeignRun`, the check every
+ * tool action shares); an identical repeat returns the saved receipt. An accepted submission is
  * written (request answered + step `ok`) under the runner's claim and lock, then wakes the runner.
  */
 import { Clock, Deferred, Effect, Option, Ref } from "effect"
+import { type ForeignRun, foreignRun } from "../domain/ownership.ts"
 import type { StoreFailure } from "../store/store-errors.ts"
 import type { ClaimLost } from "../store/run-errors.ts"
 import type { RequestRecord, RunStoreService, SubmitReceipt } from "../store/run-store.ts"
 import type { ActiveRun } from "./active-run.ts"
 import { SubmitRejected, type SubmitRejection } from "./errors.ts"
-import { canonicalJson, jsonProblem } from "./json.ts"
+import { canonicalJson, sentJsonProblem } from "./json.ts"
 
 export interface SubmitInput {
   /** The Pi session the tool call came from. */
@@ -39,7 +41,7 @@ export const submit = (
   store: RunStoreService,
   activeRun: (runId: string) => Effect.Effect<ActiveRun | undefined>,
   input: SubmitInput
-): Effect.Effect<SubmitReceipt, SubmitRejected | ClaimLost | StoreFailure> =>
+): Effect.Effect<SubmitReceipt, SubmitRejected | ForeignRun | ClaimLost | StoreFailure> =>
   Effect.gen(function* () {
     const { requestId, output } = input
     if (typeof requestId !== "string" || requestId.length === 0 || requestId.length > 512) {
@@ -57,9 +59,9 @@ export const submit = (
       )
     }
     const owner = yield* store.get(request.runId)
-    if (Option.isNone(owner) || owner.value.targetSessionId !== input.sessionId) {
-      return yield* reject(requestId, "crossRun", "the request belongs to a workflow run of another session")
-    }
+    if (Option.isNone(owner)) return yield* reject(requestId, "unknown", "the request's run no longer exists")
+    const foreign = foreignRun(owner.value, input.sessionId, "submit")
+    if (foreign !== null) return yield* foreign
     if (request.state === "submitted") return yield* repeat(request, output)
     if (request.state === "closed") return yield* reject(requestId, "stale", closedDetail(request))
     const run = yield* activeRun(request.runId)
@@ -88,7 +90,7 @@ export const submit = (
           )
         }
         const problem =
-          jsonProblem(output, "output") ??
+          sentJsonProblem(output, "output") ??
           (visit.node.type === "agent" && visit.node.output !== null ? visit.node.output(output) : null)
         if (problem !== null) return yield* reject(requestId, "invalidOutput", problem)
         const receipt: SubmitReceipt = {

@@ -19,7 +19,7 @@ import { answeredSuccessor, beforeProviderCall } from "./successor-request.ts"
 import { registerDeferredTurnRenderer } from "./renderer.ts"
 import type { SessionApp } from "./session-app.ts"
 import { makeSettleMark } from "./settle-mark.ts"
-import { toolParameters } from "./tool-parameters.ts"
+import { prepareToolArguments, toolParameters } from "./tool-parameters.ts"
 
 const TOOL_DESCRIPTION =
   "Run and control multi-step workflows. Actions: list (available workflows), start {workflow, input?} " +
@@ -86,6 +86,7 @@ export default function piWorkflowTurns(pi: ExtensionAPI): void {
       "When a workflow run ends you get one turn to decide what follows; launch at most one workflow in it."
     ],
     parameters: toolParameters,
+    prepareArguments: prepareToolArguments,
     execute: async (toolCallId, params, _signal, _onUpdate, ctx) =>
       (await app()).tool(params, ctx, toolCallId)
   })

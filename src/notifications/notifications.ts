@@ -10,6 +10,7 @@
  */
 import { randomUUID } from "node:crypto"
 import { Clock, Context, Effect, FiberMap, Layer, Option, Ref, Schema } from "effect"
+import { type ForeignRun, foreignRun } from "../domain/ownership.ts"
 import { type StoreFailure, storeFailure } from "../store/store-errors.ts"
 import { StepProgress } from "../engine/progress.ts"
 import { Database } from "../store/database.ts"
@@ -53,7 +54,7 @@ export interface NotificationsService {
     readonly sessionId: string
     readonly requestId: string
     readonly text: string
-  }) => Effect.Effect<ProgressReceipt, ProgressRejected | StoreFailure>
+  }) => Effect.Effect<ProgressReceipt, ProgressRejected | ForeignRun | StoreFailure>
   /** Store a held report of the run now (the run is about to end). */
   readonly flush: (runId: string) => Effect.Effect<void>
   /** The text of the run's newest stored progress report. */
@@ -193,11 +194,11 @@ export const make = (config: NotificationsConfig = {}) =>
           return yield* new ProgressRejected({ reason: `request ${input.requestId} does not exist` })
         }
         const run = yield* runs.get(request.value.runId)
-        if (Option.isNone(run) || run.value.targetSessionId !== input.sessionId) {
-          return yield* new ProgressRejected({
-            reason: `request ${input.requestId} belongs to a run of another session`
-          })
+        if (Option.isNone(run)) {
+          return yield* new ProgressRejected({ reason: `run ${request.value.runId} does not exist` })
         }
+        const foreign = foreignRun(run.value, input.sessionId, "progress")
+        if (foreign !== null) return yield* foreign
         if (isTerminal(run.value.state)) {
           return yield* new ProgressRejected({
             reason: `run ${run.value.runId} has ended (${run.value.state}); progress is closed`

@@ -1,12 +1,13 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Context, Effect } from "effect"
 import { runCommand } from "../../src/app/command-actions.ts"
 import { afterSettle, classifySettle, onSessionStart, onShutdown } from "../../src/app/session-hooks.ts"
 import { runTool } from "../../src/app/tool-actions.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { PiSessionFake } from "../../src/testing.ts"
-import { buildApp, eventually, FALLBACK, PRESENTATION, sentOfType, STEP } from "./support.ts"
+import { freshLocation } from "../support/backend.ts"
+import { buildApp, eventually, FALLBACK, PRESENTATION, sentOfType, STEP, sessionApp } from "./support.ts"
 
 const intents = Effect.flatMap(TurnIntentStore, (store) => store.list({ limit: 100 }))
 const runIdOf = (details: Readonly<Record<string, unknown>>) => {
@@ -104,6 +105,56 @@ describe("/workflow command", () => {
       expect(yield* fake.triggeredTurns).toBe(turnsBefore)
       expect(yield* intents).toHaveLength(0)
     }).pipe(Effect.provide(buildApp()), Effect.scoped)
+  )
+})
+
+describe("/workflow command on another session's run (the user's authority)", () => {
+  it.live("status, pause and cancel act on it and say which session owns it", () =>
+    Effect.gen(function* () {
+      const location = yield* freshLocation
+      const a = yield* sessionApp(location, "sA")
+      const b = yield* sessionApp(location, "sB")
+      const started = yield* Effect.provide(runCommand({ _tag: "start", workflow: "greet", input: null }), a)
+      const runId = runIdOf(started.details)
+      const owner = "This run belongs to session sA, not this one."
+      const own = yield* Effect.provide(runCommand({ _tag: "status", runId }), a)
+      expect(own.text).not.toContain("belongs to session")
+      const status = yield* Effect.provide(runCommand({ _tag: "status", runId }), b)
+      expect(status.isError).toBe(false)
+      expect(status.text).toMatch(new RegExp(`^Run ${runId} of greet: queued`))
+      expect(status.text.split("\n").at(-1)).toBe(owner)
+      const cancelled = yield* Effect.provide(runCommand({ _tag: "cancel", runId }), b)
+      expect(cancelled.isError).toBe(false)
+      expect(cancelled.text).toMatch(new RegExp(`^Cancelled run ${runId} .*\n${owner}$`))
+      const after = yield* Effect.provide(
+        Effect.flatMap(Engine, (engine) => engine.status(runId)),
+        a
+      )
+      expect([after.state, after.error?.message]).toEqual(["cancelled", "cancelled by the user"])
+      // The user's cancel from B stops nothing in B and starts no turn anywhere.
+      expect(yield* Context.get(b, PiSessionFake).aborts).toBe(0)
+      expect(yield* Effect.provide(intents, a)).toHaveLength(0)
+    }).pipe(Effect.scoped)
+  )
+
+  it.live("pause of another session's running run holds it and names its session", () =>
+    Effect.gen(function* () {
+      const location = yield* freshLocation
+      const a = yield* sessionApp(location, "sA")
+      const b = yield* sessionApp(location, "sB")
+      const started = yield* Effect.provide(runTool({ _tag: "start", workflow: "greet" }), a)
+      const runId = runIdOf(started.details)
+      yield* Effect.provide(afterSettle(false), a)
+      yield* Effect.provide(
+        eventually(sentOfType(STEP), (steps) => steps.length === 1),
+        a
+      )
+      const paused = yield* Effect.provide(runCommand({ _tag: "pause", runId }), b)
+      expect(paused.isError).toBe(false)
+      expect(paused.text).toMatch(
+        /^Pausing at the next step boundary: .*\nThis run belongs to session sA, not this one\.$/
+      )
+    }).pipe(Effect.scoped)
   )
 })
 

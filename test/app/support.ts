@@ -53,3 +53,20 @@ export const lastRequestId = Effect.map(sentOfType(STEP), (steps) => {
   if (typeof requestId !== "string") throw new Error("no agent step sent")
   return requestId
 })
+
+/** One app instance of a session: its whole context, to run tool actions and commands in. */
+export const sessionApp = (
+  location: string,
+  sessionId: string,
+  workflows: ReadonlyArray<unknown> = [greet, crashFirst]
+) =>
+  Layer.build(
+    layerApp({
+      database: isPgLocation(location) ? { url: location } : { filename: location },
+      workflows,
+      // Renewals come often, so a cancel request written by anyone is seen within ~100 ms.
+      engine: { leaseMs: 2_000, renewEveryMs: 100 },
+      core: { coordinator: { syncIntervalMs: null } },
+      maintenanceIntervalMs: null
+    }).pipe(Layer.provideMerge(layerFake({ sessionId })))
+  )

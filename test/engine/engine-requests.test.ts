@@ -76,7 +76,8 @@ describe("submit", () => {
           "unknown",
           "unknown",
           "crossRun",
-          "crossRun",
+          // Another session's run: the one ownership refusal of every tool action.
+          "ForeignRun",
           "invalidOutput",
           "invalidOutput",
           "invalidOutput"

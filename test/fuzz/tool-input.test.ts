@@ -1,6 +1,7 @@
 /**
  * Property tests for the `workflow` tool's input, end to end: `decodeToolInput` is total (any
- * value gives a readable error or a typed input, never an exception), accepts exactly the valid
+ * value gives a readable error or a typed input, never an exception), every error it or Pi's
+ * argument preparation gives is at most 2,000 code points, it accepts exactly the valid
  * shapes, and a decoded input that makes no sense (unknown workflow, input the workflow rejects,
  * unknown run or request) gets an error reply from the real app and writes nothing to any table.
  */
@@ -12,8 +13,9 @@ import { Effect, Either, FastCheck as fc, Layer, ManagedRuntime, Schema } from "
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { layerApp } from "../../src/app/layers.ts"
 import { runTool } from "../../src/app/tool-actions.ts"
+import { MAX_ERROR_CHARS } from "../../src/app/text-bounds.ts"
 import { decodeToolInput, type ToolInput } from "../../src/app/tool-input.ts"
-import { TOOL_ACTIONS } from "../../src/extension/tool-parameters.ts"
+import { prepareToolArguments, TOOL_ACTIONS } from "../../src/extension/tool-parameters.ts"
 import { layerFake } from "../../src/testing.ts"
 import { RUNS } from "./arbitraries.ts"
 
@@ -64,7 +66,7 @@ describe("decodeToolInput", () => {
         const decoded = decodeToolInput(value)
         if (Either.isLeft(decoded)) {
           expect(decoded.left).toMatch(/^workflow/)
-          expect(decoded.left.length).toBeLessThan(5_000)
+          expect(chars(decoded.left)).toBeLessThanOrEqual(MAX_ERROR_CHARS)
         } else expect(TOOL_ACTIONS).toContain(decoded.right._tag)
       }),
       { numRuns: RUNS }
@@ -89,6 +91,81 @@ describe("decodeToolInput", () => {
         expect(Either.isLeft(decodeToolInput(value))).toBe(true)
       }),
       { numRuns: RUNS }
+    )
+  })
+})
+
+/** Code points: the unit of every bound. */
+const chars = (text: string) => [...text].length
+/** A lone surrogate: what cutting a pair in half leaves. */
+const LONE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+
+const nestedJson = (levels: number): unknown => {
+  let value: unknown = "leaf"
+  for (let i = 0; i < levels; i++) value = i % 3 === 0 ? [value] : { [`k${i % 7}`]: value, n: i }
+  return value
+}
+/** Long well-formed text: ASCII, any code point, or astral characters only (pairs to cut). */
+const longText = fc.oneof(
+  fc.string({ unit: "binary", minLength: 1_500, maxLength: 4_000 }),
+  fc.integer({ min: 1_000, max: 300_000 }).map((n) => "x".repeat(n)),
+  fc.integer({ min: 1_000, max: 50_000 }).map((n) => "😀".repeat(n)),
+  fc.string({ unit: "grapheme", maxLength: 60 })
+)
+const deep = fc.integer({ min: 65, max: 5_000 }).map(nestedJson)
+const manyKeys = fc
+  .tuple(fc.integer({ min: 2, max: 5_000 }), longText)
+  .map(([n, name]) =>
+    Object.fromEntries(Array.from({ length: n }, (_, i) => [`${name.slice(0, 30)}${i}`, i]))
+  )
+const action = fc.constantFrom(...TOOL_ACTIONS)
+const stringField = fc.constantFrom("workflow", "runId", "requestId", "text")
+
+/** Hostile arguments a model could send: huge, deep, wide, or in the wrong shape. */
+const hostile = fc.oneof(
+  longText.map((name) => ({ action: name })),
+  fc.tuple(action, longText, fc.oneof(longText, deep, fc.anything())).map(([a, key, value]) => ({
+    [key]: value,
+    action: a
+  })),
+  fc.tuple(action, manyKeys).map(([a, keys]) => ({ ...keys, action: a })),
+  fc.tuple(action, fc.constantFrom("input", "output", "workflow"), deep).map(([a, key, value]) => ({
+    action: a,
+    requestId: "q",
+    workflow: "w",
+    [key]: value
+  })),
+  fc
+    .tuple(
+      action,
+      stringField,
+      fc.oneof(
+        longText,
+        fc.array(longText, { maxLength: 3 }),
+        fc.dictionary(longText, longText, { maxKeys: 3 })
+      )
+    )
+    .map(([a, key, value]) => ({ action: a, [key]: value }))
+)
+
+describe("every tool error is bounded, whatever the model sends", () => {
+  it(`decodeToolInput and Pi's argument preparation answer at most ${MAX_ERROR_CHARS} code points, never cutting a pair`, () => {
+    fc.assert(
+      fc.property(hostile, (value) => {
+        const decoded = decodeToolInput(value)
+        const texts: Array<string> = Either.isLeft(decoded) ? [decoded.left] : []
+        try {
+          expect(prepareToolArguments(value)).toBe(value)
+        } catch (error) {
+          texts.push(error instanceof Error ? error.message : String(error))
+        }
+        for (const text of texts) {
+          expect(chars(text)).toBeLessThanOrEqual(MAX_ERROR_CHARS)
+          expect(text).not.toMatch(LONE)
+          expect(text).toMatch(/^workflow/)
+        }
+      }),
+      { numRuns: RUNS / 3 }
     )
   })
 })
@@ -152,6 +229,7 @@ describe("the app given nonsensical tool input writes nothing", () => {
         // One plain line for the reader; the error's kind is in the details for programs.
         expect(reply.text).toMatch(/^workflow \w+ failed: \S/)
         expect(reply.details.error).toMatch(/^\w+$/)
+        expect(chars(reply.text)).toBeLessThanOrEqual(MAX_ERROR_CHARS)
       }),
       { numRuns: RUNS / 2 }
     )

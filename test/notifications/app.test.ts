@@ -89,7 +89,7 @@ describe("passive notifications in the app", () => {
         expect(yield* bad("hi", "req-unknown")).toMatch(/request req-unknown does not exist/)
         // Wrong run: the request belongs to another session's run.
         yield* fake.setSessionId("s2")
-        expect(yield* bad("hi")).toMatch(/belongs to a run of another session/)
+        expect(yield* bad("hi")).toMatch(/^workflow progress failed: run \S+ belongs to another Pi session/)
         yield* fake.setSessionId("s1")
         // After the run ended.
         yield* runTool({ _tag: "submit", requestId, output: { hi: 1 } })

@@ -10,6 +10,8 @@ import { Schema } from "effect"
 export interface ScriptedToolCall {
   readonly name: string
   readonly arguments: Readonly<Record<string, unknown>>
+  /** The arguments' JSON text as sent, instead of `arguments` serialized (for JSON too deep to serialize). */
+  readonly argumentsJson?: string
   readonly id?: string
 }
 
@@ -170,7 +172,14 @@ const replyChunks = (reply: Reply, requestIndex: number): ReadonlyArray<unknown>
         },
         null
       ),
-      chunk({ tool_calls: [{ index: i, function: { arguments: JSON.stringify(call.arguments) } }] }, null)
+      chunk(
+        {
+          tool_calls: [
+            { index: i, function: { arguments: call.argumentsJson ?? JSON.stringify(call.arguments) } }
+          ]
+        },
+        null
+      )
     ]
   })
   return [chunk({ role: "assistant", content: null }, null), ...calls, chunk({}, "tool_calls"), usage]
