@@ -13,7 +13,15 @@ import { oneLine } from "../notifications/text.ts"
 import { PiSession } from "../session/pi-session.ts"
 import type { RunStore } from "../store/run-store.ts"
 import type { LaunchStore } from "../terminal/launch-store.ts"
-import { cancelledWithTurn, describeRun, failed, ok, type Reply, readableStatus } from "./replies.ts"
+import {
+  cancelledWithTurn,
+  describeRun,
+  failed,
+  ok,
+  type Reply,
+  readableStatus,
+  withStartExample
+} from "./replies.ts"
 import { NoActiveRun, runTool, targetRun } from "./tool-actions.ts"
 
 export interface CommandReply extends Reply {
@@ -135,7 +143,7 @@ export const runCommand = (
                 isError: true,
                 details: { error: "NoActiveRun" }
               }
-            : failed(input._tag, error)
+            : withStartExample(failed(input._tag, error), error, "command")
         )
       )
     ),

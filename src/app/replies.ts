@@ -1,6 +1,7 @@
 /** Text replies for the tool and the command: short, factual, bounded. */
 import { ForeignRun } from "../domain/ownership.ts"
 import type { RunStatus, RunSummary, StepView } from "../engine/engine.ts"
+import { InvalidWorkflowInput } from "../engine/errors.ts"
 import { clip, MAX_ERROR_CHARS } from "./text-bounds.ts"
 import { duration, relative } from "./time-text.ts"
 
@@ -37,6 +38,20 @@ export const failed = (action: string, error: unknown): Reply => {
   const message = error instanceof Error ? error.message : String(error)
   const text = clip(`workflow ${action} failed: ${message}`, MAX_ERROR_CHARS)
   return { text, isError: true, details: { error: tag, ...refusalFields(error) } }
+}
+
+/**
+ * A start refused for its input, with the call that would pass in the caller's own form (the
+ * `/workflow` command or the tool), built from the workflow's example input.
+ */
+export const withStartExample = (reply: Reply, error: unknown, form: "command" | "tool"): Reply => {
+  if (!(error instanceof InvalidWorkflowInput) || error.example === null) return reply
+  const input = JSON.stringify(error.example)
+  const call =
+    form === "command"
+      ? `/workflow start ${error.workflow} ${input}`
+      : JSON.stringify({ action: "start", workflow: error.workflow, input: error.example })
+  return { ...reply, text: clip(`${reply.text}\nA correct call: ${call}`, MAX_ERROR_CHARS) }
 }
 
 export const describeRun = (run: RunSummary): string => {

@@ -14,7 +14,7 @@ import { PiSession } from "../session/pi-session.ts"
 import { RunStore } from "../store/run-store.ts"
 import type { LaunchStore } from "../terminal/launch-store.ts"
 import { chainStatus, type LaunchReply, restartRun, startWorkflow } from "../terminal/launches.ts"
-import { describeRun, describeStatus, failed, ok, type Reply } from "./replies.ts"
+import { describeRun, describeStatus, failed, ok, type Reply, withStartExample } from "./replies.ts"
 
 export class NoActiveRun extends Error {
   override readonly name = "NoActiveRun"
@@ -136,7 +136,7 @@ export const runTool = (
       }
     }
   }).pipe(
-    Effect.catchAll((error) => Effect.succeed(failed(input._tag, error))),
+    Effect.catchAll((error) => Effect.succeed(withStartExample(failed(input._tag, error), error, "tool"))),
     // A store or service that throws is still a failed action for the model, never a crash.
     Effect.catchAllDefect((defect) => Effect.succeed(failed(input._tag, defect)))
   )

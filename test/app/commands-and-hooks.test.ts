@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect } from "effect"
+import { Context, Effect, Schema } from "effect"
 import { runCommand } from "../../src/app/command-actions.ts"
 import { afterSettle, classifySettle, onSessionStart, onShutdown } from "../../src/app/session-hooks.ts"
 import { runTool } from "../../src/app/tool-actions.ts"
@@ -7,7 +7,16 @@ import { Engine } from "../../src/engine/engine.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { PiSessionFake } from "../../src/testing.ts"
 import { freshLocation } from "../support/backend.ts"
-import { buildApp, eventually, FALLBACK, PRESENTATION, sentOfType, STEP, sessionApp } from "./support.ts"
+import {
+  buildApp,
+  eventually,
+  FALLBACK,
+  greet,
+  PRESENTATION,
+  sentOfType,
+  STEP,
+  sessionApp
+} from "./support.ts"
 
 const intents = Effect.flatMap(TurnIntentStore, (store) => store.list({ limit: 100 }))
 const runIdOf = (details: Readonly<Record<string, unknown>>) => {
@@ -56,6 +65,42 @@ describe("/workflow command", () => {
       expect(bad.text).not.toMatch(/\(\w+\)/)
       expect(bad.details.error).toBe("WorkflowNotFound")
     }).pipe(Effect.provide(buildApp()), Effect.scoped)
+  )
+
+  it.live(
+    "a start refused for its input says what is wrong and shows a correct call; an unknown workflow lists the loaded ones",
+    () =>
+      Effect.gen(function* () {
+        const refused = yield* runCommand({ _tag: "start", workflow: "release", input: null })
+        expect(refused.isError).toBe(true)
+        expect(refused.text).toBe(
+          'workflow start failed: input of workflow "release" is invalid: the input must be an object (got null); ' +
+            'an input it accepts looks like {"version":"…"}\nA correct call: /workflow start release {"version":"…"}'
+        )
+        const tool = yield* runTool({ _tag: "start", workflow: "release", input: { version: 3 } })
+        expect(tool.text).toBe(
+          'workflow start failed: input of workflow "release" is invalid: version must be a string (got 3); ' +
+            'an input it accepts looks like {"version":"…"}\n' +
+            'A correct call: {"action":"start","workflow":"release","input":{"version":"…"}}'
+        )
+        const unknown = yield* runCommand({ _tag: "start", workflow: "nosuch", input: null })
+        expect(unknown.text).toBe(
+          'workflow start failed: no workflow named "nosuch" is loaded; the loaded workflows are: greet, release'
+        )
+        expect(yield* (yield* Engine).list("s1")).toEqual([])
+      }).pipe(
+        Effect.provide(
+          buildApp([
+            greet,
+            {
+              ...greet,
+              name: "release",
+              input: Schema.Struct({ version: Schema.String, notes: Schema.optional(Schema.String) })
+            }
+          ])
+        ),
+        Effect.scoped
+      )
   )
 
   it.live("cancel without an active run says what to do, in plain words", () =>
