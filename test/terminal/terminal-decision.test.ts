@@ -66,7 +66,7 @@ describe("terminal decision content", () => {
           error: { message: "cancelled by the agent", nodeId: "n", original: null }
         }),
         "agentCancelled",
-        "prefer one safe restart"
+        "Default: stop. The agent cancelled this run; stop here unless the conversation says otherwise"
       ]
     ] as const
     for (const [record, kind, phrase] of cases) {
