@@ -99,9 +99,14 @@ export const CREDENTIAL_RULES: ReadonlyArray<CredentialRule> = [
   {
     guard: /:\/\//,
     name: "user:password@ in a URL",
-    // The password may hold any character but a slash (an unencoded "#" or "?" included).
-    pattern: /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#"'\\@]*:[^\s/"'\\]*@/gi,
-    replace: (_m, scheme) => `${String(scheme)}${REDACTED}@`
+    // The password may hold any character but a slash (an unencoded "#" or "?" included). The
+    // user name stays, as does a password already masked (`***`, as database-pg.ts shows it).
+    pattern: /\b([a-z][a-z0-9+.-]*:\/\/)([^\s/?#"'\\@]*):([^\s/"'\\]*)@/gi,
+    replace: (match, scheme, user, password) => {
+      if (/^\*+$/.test(String(password))) return match
+      const name = String(user)
+      return `${String(scheme)}${name === "" || String(password) === "" ? "" : `${name}:`}${REDACTED}@`
+    }
   },
   {
     guard: /gh[pousr]_|github_pat_/,

@@ -22,6 +22,7 @@ import { isPostgresUrl, resolveDbPath } from "./db-path.ts"
 import { defaultTimeoutFromEnv } from "./default-timeout.ts"
 import { notifyUser, shownToolResult, type ToolResult } from "./outbound.ts"
 import { makePiBridge } from "./pi-session-live.ts"
+import { redactedLogs } from "./redacted-logs.ts"
 import type { SettleMark } from "./settle-mark.ts"
 import { decodeToolInput } from "../app/tool-input.ts"
 import { triggerUnansweredTurn } from "./turn-trigger.ts"
@@ -82,7 +83,7 @@ export const createSessionApp = (pi: ExtensionAPI, settleMark?: SettleMark): Ses
           : { filename: location, busyTimeoutMs: BUSY_TIMEOUT_MS },
         workflows: set.entries,
         ...(defaultTimeoutMs === undefined ? {} : { engine: { defaultTimeoutMs } })
-      }).pipe(Layer.provideMerge(bridge.layer))
+      }).pipe(Layer.provideMerge(bridge.layer), Layer.provideMerge(redactedLogs))
       const runtime: App = ManagedRuntime.make(layer)
       const built = await runtime.runPromiseExit(runtime.runtimeEffect)
       if (Exit.isFailure(built)) {

@@ -11,7 +11,7 @@ describe("redactSecrets", () => {
     ["Authorization: Basic dXNlcjpwYXNzd29yZA==", "Authorization: Basic [REDACTED]"],
     [
       "curl -H 'x' https://user:hunter2@example.invalid/x",
-      "curl -H 'x' https://[REDACTED]@example.invalid/x"
+      "curl -H 'x' https://user:[REDACTED]@example.invalid/x"
     ],
     ['password: "correct horse"', 'password: "[REDACTED]"'],
     ["OPENAI_API_KEY=sk-proj-abcdefghijklmnop1234", "OPENAI_API_KEY=[REDACTED]"],
@@ -36,7 +36,15 @@ describe("redactSecrets", () => {
     ],
     ['{"api_key": "zzz", "name": "x"}', '{"api_key": "[REDACTED]", "name": "x"}'],
     ["DB_PASS=abc; MYSQL_PWD=def", "DB_PASS=[REDACTED]; MYSQL_PWD=[REDACTED]"],
-    ["AIzaSyA1234567890abcdefghijklmnopqrstu", "[REDACTED]"]
+    ["AIzaSyA1234567890abcdefghijklmnopqrstu", "[REDACTED]"],
+    [
+      "postgresql://pi:***@localhost/pw (masked already)",
+      "postgresql://pi:***@localhost/pw (masked already)"
+    ],
+    [
+      "git clone https://ghp_abcdefghijklmnopqrstuvwxyz0123:@github.com/x",
+      "git clone https://[REDACTED]@github.com/x"
+    ]
   ])("%s", (input, expected) => {
     expect(redactSecrets(input)).toBe(expected)
   })

@@ -3,10 +3,11 @@
  * `ui.notify`, stderr) carries no credential, whatever the core built.
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
-import { Effect } from "effect"
+import { Effect, ManagedRuntime } from "effect"
 import { afterEach, describe, expect, it, vi } from "vitest"
 import { shownToolResult } from "../../src/extension/outbound.ts"
 import { makePiBridge } from "../../src/extension/pi-session-live.ts"
+import { redactedLogs } from "../../src/extension/redacted-logs.ts"
 import { PiSession } from "../../src/session/pi-session.ts"
 
 const token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
@@ -75,5 +76,20 @@ describe("outbound boundary", () => {
   it("tool results: text and details redacted", () => {
     const result = shownToolResult({ text: `status: ${leak}`, details: { error: leak }, isError: false })
     expect(JSON.stringify(result)).not.toContain(token)
+  })
+})
+
+describe("session runtime logs", () => {
+  it("are redacted (the default logger's format and destination)", async () => {
+    const lines: Array<string> = []
+    vi.spyOn(console, "log").mockImplementation((...args: ReadonlyArray<unknown>) => {
+      lines.push(args.map(String).join(" "))
+    })
+    const runtime = ManagedRuntime.make(redactedLogs)
+    await runtime.runPromise(Effect.logWarning(`terminal decision unavailable: ${leak}`))
+    await runtime.dispose()
+    expect(lines.join("\n")).toContain("level=WARN")
+    expect(lines.join("\n")).toContain("GITHUB_TOKEN=[REDACTED]")
+    expect(lines.join("\n")).not.toContain(token)
   })
 })
