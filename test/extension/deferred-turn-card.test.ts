@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest"
+import { fallbackDetails } from "../../src/delivery/fallback-message.ts"
 import { cardLines } from "../../src/extension/deferred-turn-card.ts"
 import { sanitizeBlock, sanitizeLine } from "../../src/extension/sanitize.ts"
 
@@ -99,5 +100,20 @@ describe("sanitize", () => {
     const line = sanitizeLine("😀".repeat(200), 60)
     expect([...line]).toHaveLength(60)
     expect(line).not.toMatch(/[\ud800-\udbff](?![\udc00-\udfff])/)
+  })
+})
+
+describe("fallback details", () => {
+  it("bound their card fields in characters, redacted first", () => {
+    const intent = {
+      intentId: "deferred-turn:x",
+      runId: "r-1",
+      cause: "failed",
+      facts: { workflowName: "😀".repeat(300), observedState: `ghp_${"a1".repeat(20)} failed` }
+    } as unknown as Parameters<typeof fallbackDetails>[0]
+    const details = fallbackDetails(intent)
+    expect([...details.workflowName]).toHaveLength(200)
+    expect(details.workflowName).not.toMatch(/[\ud800-\udbff](?![\udc00-\udfff])/)
+    expect(details.observedState).toBe("[REDACTED] failed")
   })
 })
