@@ -5,6 +5,8 @@
  */
 
 import { duration, relative } from "../app/time-text.ts"
+import { redactText } from "../domain/redact.ts"
+import { clipCodePoints } from "../domain/text-bounds.ts"
 
 export { duration, relative }
 
@@ -38,7 +40,8 @@ export interface Cell {
   readonly tone?: Tone
 }
 
-export const cell = (text: string, tone: Tone = "plain"): Cell => ({ text, tone })
+/** Cell and field texts are redacted (credentials, control and invisible characters) before they are painted. */
+export const cell = (text: string, tone: Tone = "plain"): Cell => ({ text: redactText(text), tone })
 
 /** Columns padded to their widest cell, two spaces apart; the last column is not padded. */
 export const table = (
@@ -61,9 +64,11 @@ export const table = (
   return [line(headers.map((h) => cell(h, "dim"))), ...rows.map(line)].join("\n")
 }
 
-/** Long values cut to `max` characters with an ellipsis, for table cells. */
-export const clip = (text: string, max: number): string =>
-  text.length <= max ? text : `${text.slice(0, Math.max(1, max - 1))}…`
+/**
+ * Long values cut to `max` characters (code points) with an ellipsis, for table cells; redacted
+ * first, so a cut never leaves a secret too short for its pattern.
+ */
+export const clip = (text: string, max: number): string => clipCodePoints(redactText(text), Math.max(2, max))
 
 /** `key: value` lines with the keys aligned. */
 export const fields = (style: Style, entries: ReadonlyArray<readonly [string, string, Tone?]>): string => {
@@ -71,7 +76,7 @@ export const fields = (style: Style, entries: ReadonlyArray<readonly [string, st
   return entries
     .map(
       ([key, value, tone]) =>
-        `${paint(style, "dim", `${key}:`.padEnd(width + 1))} ${paint(style, tone ?? "plain", value)}`
+        `${paint(style, "dim", `${key}:`.padEnd(width + 1))} ${paint(style, tone ?? "plain", redactText(value))}`
     )
     .join("\n")
 }

@@ -8,6 +8,7 @@ import { Command, ValidationError } from "@effect/cli"
 import { FileSystem, Path, Terminal } from "@effect/platform"
 import { Cause, Console, Effect, Exit, Layer, Option } from "effect"
 import { CliFailure, root } from "./commands.ts"
+import { shown } from "./output.ts"
 
 export const VERSION = "0.1.0"
 const NAME = "pi-workflow-turns"
@@ -22,8 +23,9 @@ const oneLine = (text: string): string =>
     .filter((line) => line !== "")
     .join(" ")
 
+// Every write below passes `shown` (output.ts): the one redaction boundary of the CLI.
 const say = (message: string) => {
-  if (message !== "") process.stderr.write(`${NAME}: ${oneLine(message)}\n`)
+  if (message !== "") process.stderr.write(`${NAME}: ${shown(oneLine(message))}\n`)
 }
 
 /**
@@ -36,8 +38,8 @@ const oneLineErrors = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       ...current,
       log: (...args: ReadonlyArray<unknown>) =>
         process.stdout.isTTY === true
-          ? current.log(...args)
-          : current.log(...args.map((a) => stripAnsi(String(a)))),
+          ? current.log(...args.map((a) => shown(String(a))))
+          : current.log(...args.map((a) => shown(stripAnsi(String(a))))),
       error: (...args: ReadonlyArray<unknown>) => Effect.sync(() => say(args.map(String).join(" ")))
     })
   )
@@ -49,7 +51,7 @@ const terminal = Terminal.Terminal.of({
   isTTY: Effect.sync(() => process.stdout.isTTY === true),
   readInput: Effect.dieMessage("pi-workflow-turns does not read interactive input"),
   readLine: Effect.dieMessage("pi-workflow-turns does not read interactive input"),
-  display: (text) => Effect.sync(() => void process.stdout.write(text))
+  display: (text) => Effect.sync(() => void process.stdout.write(shown(text)))
 })
 const environment = Layer.mergeAll(
   FileSystem.layerNoop({}),

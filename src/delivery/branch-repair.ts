@@ -7,6 +7,7 @@
  */
 import { Option, Schema } from "effect"
 import { resolutionMessageId } from "../domain/identity.ts"
+import { redactText } from "../domain/redact.ts"
 import type { Resolution } from "../domain/turn-intent.ts"
 import type { BranchMessage, CustomMessage } from "../session/pi-session.ts"
 import type { NaturalKind } from "./coordinator.ts"
@@ -60,6 +61,12 @@ export const withTurnIntent = (
   details: { ...message.details, turnIntentId: intentId, turnMessageId: resolutionMessageId(intentId, kind) }
 })
 
-/** True when the branch entry is this very message (same type and content), not another one. */
+/**
+ * True when the branch entry is this very message (same type and content), not another one.
+ * Pi stores what left through the redaction boundary, so both sides are compared redacted (the
+ * redactor is idempotent: a stored, already redacted content compares equal).
+ */
 export const isSameMessage = (entry: BranchMessage, message: CustomMessage): boolean =>
-  entry.customType === message.customType && entry.content === message.content
+  entry.customType === message.customType &&
+  (entry.content === message.content ||
+    (typeof entry.content === "string" && redactText(entry.content) === redactText(message.content)))

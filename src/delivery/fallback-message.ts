@@ -4,6 +4,8 @@
  * correction is needed. It never says that recovery happened, never resumes or retries work,
  * and never calls a handed-off run terminal. Pure.
  */
+import { redactText } from "../domain/redact.ts"
+import { clipCodePoints } from "../domain/text-bounds.ts"
 import type { TurnIntent } from "../domain/turn-intent.ts"
 import { LAUNCH_NODE } from "../domain/turn-intent.ts"
 import type { CustomMessage, DeliveryOptions } from "../session/pi-session.ts"
@@ -31,8 +33,8 @@ const CAUSE_TEXT: Record<TurnIntent["cause"], string> = {
 
 const MAX_DETAIL_FIELD = 200
 
-const clip = (text: string) =>
-  text.length <= MAX_DETAIL_FIELD ? text : `${text.slice(0, MAX_DETAIL_FIELD - 1)}…`
+// In characters (code points), redacted first: a cut never halves a surrogate pair or a secret.
+const clip = (text: string) => clipCodePoints(redactText(text), MAX_DETAIL_FIELD)
 
 export interface FallbackDetails {
   readonly schema: typeof DEFERRED_TURN_MESSAGE_SCHEMA

@@ -6,8 +6,10 @@
 import { Effect, ParseResult, Schema } from "effect"
 import { InvalidFacts } from "./errors.ts"
 import { compileGuard } from "./schema-guard.ts"
+import { clipCodePoints, fitsCodePoints } from "./text-bounds.ts"
 
 export const FACTS_SCHEMA = "pi-workflows.deferred-turn-facts.v1"
+/** The reason bound in characters, counted as Unicode code points (the spec's "characters"). */
 export const MAX_REASON_LENGTH = 8_192
 export const MAX_FACTS_BYTES = 64 * 1024
 
@@ -20,7 +22,9 @@ const FactsFields = Schema.Struct({
   nodeId: Schema.NullOr(Schema.String),
   attemptId: Schema.NullOr(Schema.String),
   // One message for the whole union, so a rejected reason is never echoed back in the error.
-  reason: Schema.NullOr(Schema.String.pipe(Schema.maxLength(MAX_REASON_LENGTH))).annotations({
+  reason: Schema.NullOr(
+    Schema.String.pipe(Schema.filter((reason) => fitsCodePoints(reason, MAX_REASON_LENGTH)))
+  ).annotations({
     message: () => ({
       message: `reason must be null or a string of at most ${MAX_REASON_LENGTH} characters`,
       override: true
@@ -127,13 +131,8 @@ export const parseStoredFacts = (text: string): FallbackFacts | string => {
   return decoded._tag === "Right" ? decoded.right : ParseResult.TreeFormatter.formatErrorSync(decoded.left)
 }
 
-/** Clip free text to the reason bound, keeping the start (where diagnostics usually are). */
-export const boundReason = (text: string): string => {
-  if (text.length <= MAX_REASON_LENGTH) return text
-  const marker = " …[truncated]"
-  let end = MAX_REASON_LENGTH - marker.length
-  // Do not cut a surrogate pair in half: a lone surrogate would garble the rendered reason.
-  const last = text.charCodeAt(end - 1)
-  if (last >= 0xd800 && last <= 0xdbff) end -= 1
-  return `${text.slice(0, end)}${marker}`
-}
+/**
+ * Clip free text to the reason bound (in code points, never splitting a surrogate pair),
+ * keeping the start, where diagnostics usually are.
+ */
+export const boundReason = (text: string): string => clipCodePoints(text, MAX_REASON_LENGTH, " …[truncated]")

@@ -1,60 +1,68 @@
 /**
- * Reason text is stored in fallback facts and shown to the model: it must carry no secrets and
- * nothing that could steer a terminal. `redactReason` replaces common credential shapes and
- * strips control characters. Pure; applied before any reason is stored.
+ * The one redactor: every text that leaves the process (toward the model, the session file, the
+ * TUI, notifications, the CLI, logs) passes `redactText`, which removes invisible and control
+ * characters and replaces every credential of the catalogue (credentials.ts) with `[REDACTED]`.
+ * Pure, synchronous and idempotent. Stored records keep what the workflow wrote; only what is
+ * shown is redacted.
  */
+import { REDACTED, redactCredentials } from "./credentials.ts"
 
-export const REDACTED = "[REDACTED]"
+export { REDACTED }
 
-const SENSITIVE_NAME =
-  "[A-Za-z0-9_.-]*(?:key|token|secret|passw(?:or)?d|pwd|credential|auth(?!ors?\\b)|session|cookie|private)[A-Za-z0-9_.-]*"
-
-const rules: ReadonlyArray<readonly [RegExp, string]> = [
-  // PEM private-key blocks, also when cut off before their END line.
-  [/-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)/g, REDACTED],
-  // Authorization schemes.
-  [/\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{8,}/gi, `$1 ${REDACTED}`],
-  // JSON Web Tokens.
-  [/\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/g, REDACTED],
-  // Well-known key prefixes: sk-/pk- style API keys, GitHub, Slack, AWS, Google.
-  [/\b(?:sk|pk|rk)-[A-Za-z0-9_-]{12,}/g, REDACTED],
-  [/\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})/g, REDACTED],
-  [/\bxox[abprs]-[A-Za-z0-9-]{10,}/g, REDACTED],
-  [/\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g, REDACTED],
-  [/\bAIza[0-9A-Za-z_-]{30,}/g, REDACTED],
-  // URLs with credentials: scheme://user:password@host
-  [/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/:@]+:[^\s/@]+@/gi, `$1${REDACTED}@`],
-  // KEY=value environment dumps (every UPPER_CASE assignment) and name=value / name: value
-  // pairs whose name looks sensitive, quoted or not.
-  [/(^|[\s;,{(])([A-Z][A-Z0-9_]{1,})=("[^"]*"|'[^']*'|[^\s;,]*)/g, `$1$2=${REDACTED}`],
-  [
-    new RegExp(String.raw`(${SENSITIVE_NAME}["']?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,;}]+)`, "gi"),
-    `$1${REDACTED}`
-  ]
-]
-
-/** C0 controls except tab and newline, DEL, C1 controls, and bidirectional overrides/isolates. */
+/**
+ * Characters that must never reach a display or the model: C0 controls except tab and newline,
+ * DEL, C1 controls, bidirectional marks, embeddings, overrides and isolates (U+061C, U+200E,
+ * U+200F, U+202A–U+202E, U+2066–U+2069) and zero-width characters (U+200B–U+200D, U+2060,
+ * U+FEFF), which can hide or reorder text (and split a secret so no pattern sees it).
+ */
 export const isControlChar = (code: number): boolean =>
   (code <= 0x1f && code !== 0x09 && code !== 0x0a) ||
   (code >= 0x7f && code <= 0x9f) ||
+  code === 0x061c ||
+  (code >= 0x200b && code <= 0x200f) ||
   (code >= 0x202a && code <= 0x202e) ||
-  (code >= 0x2066 && code <= 0x2069)
+  code === 0x2060 ||
+  (code >= 0x2066 && code <= 0x2069) ||
+  code === 0xfeff
 
-const stripControls = (text: string): string => {
-  let out = ""
-  for (let i = 0; i < text.length; i++) if (!isControlChar(text.charCodeAt(i))) out += text[i]
-  return out
-}
+// The same set as `isControlChar`, for one pass over the text.
+const INVISIBLE =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping control characters is the point
+  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]/g
 
-/** The reason with credentials replaced by `[REDACTED]` and control characters removed. */
-export const redactReason = (text: string): string => {
-  let out = stripControls(text)
-  for (const [pattern, replacement] of rules) out = out.replace(pattern, replacement)
-  return out
-}
+/** The text without control, bidirectional and zero-width characters. */
+export const stripInvisible = (text: string): string => text.replace(INVISIBLE, "")
+
+/** The text as it may be shown: invisible characters removed, credentials redacted. */
+export const redactText = (text: string): string => redactCredentials(stripInvisible(text))
+
+/** Reason text for fallback facts (intent-request.ts): the one redactor. */
+export const redactReason = redactText
+
+/** Free text an operator may read back (command output, arguments): the one redactor. */
+export const redactSecrets = redactText
+
+/** Nesting beyond which values are not walked (tool replies and message details are shallow). */
+const MAX_DEPTH = 64
 
 /**
- * Free text an operator may read back (command output, arguments): the same rules as
- * `redactReason`, so one set of credential shapes serves every stored text.
+ * A JSON-like value with every string in it (keys too) passed through `redactText`; other
+ * values are kept. Arrays and plain objects are copied; deeper than 64 levels, a value is
+ * replaced by `[REDACTED]` rather than walked.
  */
-export const redactSecrets = (text: string): string => redactReason(text)
+export const redactDeep = (value: unknown, depth = 0): unknown => {
+  if (typeof value === "string") return redactText(value)
+  if (typeof value !== "object" || value === null) return value
+  if (depth >= MAX_DEPTH) return REDACTED
+  if (Array.isArray(value)) return value.map((item) => redactDeep(item, depth + 1))
+  const out: Record<string, unknown> = {}
+  for (const [key, item] of Object.entries(value)) out[redactText(key)] = redactDeep(item, depth + 1)
+  return out
+}
+
+/** `redactDeep` for a record (message details, tool-result details). */
+export const redactRecord = (record: Readonly<Record<string, unknown>>): Record<string, unknown> => {
+  const out: Record<string, unknown> = {}
+  for (const [key, item] of Object.entries(record)) out[redactText(key)] = redactDeep(item, 1)
+  return out
+}

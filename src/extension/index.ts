@@ -14,6 +14,7 @@
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
 import { nodeVersionProblem } from "../node-version.ts"
 import { withoutHidden } from "./context-filter.ts"
+import { notifyUser } from "./outbound.ts"
 import { makeWireWatch, originOf } from "./request-on-wire.ts"
 import { answeredSuccessor, beforeProviderCall } from "./successor-request.ts"
 import { registerDeferredTurnRenderer } from "./renderer.ts"
@@ -56,8 +57,7 @@ export default function piWorkflowTurns(pi: ExtensionAPI): void {
 
   const reportStartFailure = (ctx: ExtensionContext) => (error: unknown) => {
     const text = `pi-workflow-turns could not start: ${error instanceof Error ? error.message : String(error)}`
-    if (ctx.hasUI) ctx.ui.notify(text, "error")
-    else process.stderr.write(`[pi-workflow-turns] error: ${text}\n`)
+    notifyUser(ctx, text, "error")
   }
 
   const app = (): Promise<SessionApp> => {

@@ -6,6 +6,7 @@
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
 import { Deferred, Effect, Layer } from "effect"
 import { type BranchMessage, type Lifecycle, PiSession, SendFailed } from "../session/pi-session.ts"
+import { notifyUser, shownMessage } from "./outbound.ts"
 import { makeSettleMark, type SettleMark } from "./settle-mark.ts"
 
 export interface PiBridge {
@@ -44,18 +45,14 @@ export const makePiBridge = (pi: ExtensionAPI, settleMark: SettleMark = makeSett
       const cancel = settleMark.onDone(() => resume(Effect.void))
       return Effect.sync(cancel)
     }),
+    // The one redaction boundary toward the model and the session file (outbound.ts).
     send: (message, options) =>
       Effect.try({
         try: () =>
-          pi.sendMessage(
-            {
-              customType: message.customType,
-              content: message.content,
-              display: message.display,
-              details: message.details
-            },
-            { deliverAs: options.deliverAs, triggerTurn: options.triggerTurn }
-          ),
+          pi.sendMessage(shownMessage(message), {
+            deliverAs: options.deliverAs,
+            triggerTurn: options.triggerTurn
+          }),
         catch: (cause) => new SendFailed({ message: `Pi refused the message: ${String(cause)}`, cause })
       }),
     branch: Effect.sync((): ReadonlyArray<BranchMessage> => {
@@ -75,11 +72,7 @@ export const makePiBridge = (pi: ExtensionAPI, settleMark: SettleMark = makeSett
     }),
     abort: Effect.sync(() => ctx?.abort()),
     lifecycle: Effect.sync(() => flags),
-    notify: (text, level) =>
-      Effect.sync(() => {
-        if (ctx?.hasUI === true) ctx.ui.notify(text, level)
-        else process.stderr.write(`[pi-workflow-turns] ${level}: ${text}\n`)
-      })
+    notify: (text, level) => Effect.sync(() => notifyUser(ctx, text, level))
   })
 
   return {

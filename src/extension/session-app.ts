@@ -20,7 +20,9 @@ import type { PiSession } from "../session/pi-session.ts"
 import { parseCommand } from "../app/command-input.ts"
 import { isPostgresUrl, resolveDbPath } from "./db-path.ts"
 import { defaultTimeoutFromEnv } from "./default-timeout.ts"
+import { notifyUser, shownToolResult, type ToolResult } from "./outbound.ts"
 import { makePiBridge } from "./pi-session-live.ts"
+import { redactedLogs } from "./redacted-logs.ts"
 import type { SettleMark } from "./settle-mark.ts"
 import { decodeToolInput } from "../app/tool-input.ts"
 import { triggerUnansweredTurn } from "./turn-trigger.ts"
@@ -31,17 +33,7 @@ const BUSY_TIMEOUT_MS = 1_000
 
 type App = ManagedRuntime.ManagedRuntime<AppServices | PiSession, unknown>
 
-export interface ToolResult {
-  readonly content: Array<{ type: "text"; text: string }>
-  readonly details: Readonly<Record<string, unknown>>
-  readonly isError: boolean
-}
-
-const toolResult = (reply: Reply): ToolResult => ({
-  content: [{ type: "text", text: reply.text }],
-  details: reply.details,
-  isError: reply.isError
-})
+export type { ToolResult }
 
 /** What the entry forwards Pi's registrations and events to. */
 export interface SessionApp {
@@ -73,10 +65,8 @@ export const createSessionApp = (pi: ExtensionAPI, settleMark?: SettleMark): Ses
   let opening: Promise<App> | undefined
   let held = false
 
-  const notify = (ctx: ExtensionContext, text: string, level: "info" | "warning" | "error") => {
-    if (ctx.hasUI) ctx.ui.notify(text, level)
-    else process.stderr.write(`[pi-workflow-turns] ${level}: ${text}\n`)
-  }
+  const notify = (ctx: ExtensionContext, text: string, level: "info" | "warning" | "error") =>
+    notifyUser(ctx, text, level)
 
   /** Build the runtime once per session: discover workflows, open the database, run the layer. */
   const open = (ctx: ExtensionContext): Promise<App> => {
@@ -93,7 +83,7 @@ export const createSessionApp = (pi: ExtensionAPI, settleMark?: SettleMark): Ses
           : { filename: location, busyTimeoutMs: BUSY_TIMEOUT_MS },
         workflows: set.entries,
         ...(defaultTimeoutMs === undefined ? {} : { engine: { defaultTimeoutMs } })
-      }).pipe(Layer.provideMerge(bridge.layer))
+      }).pipe(Layer.provideMerge(bridge.layer), Layer.provideMerge(redactedLogs))
       const runtime: App = ManagedRuntime.make(layer)
       const built = await runtime.runPromiseExit(runtime.runtimeEffect)
       if (Exit.isFailure(built)) {
@@ -128,7 +118,7 @@ export const createSessionApp = (pi: ExtensionAPI, settleMark?: SettleMark): Ses
   return {
     tool: async (params, ctx, toolCallId) => {
       const input = decodeToolInput(params)
-      if (Either.isLeft(input)) return toolResult({ text: input.left, isError: true, details: {} })
+      if (Either.isLeft(input)) return shownToolResult({ text: input.left, isError: true, details: {} })
       let reply: Reply = {
         text: "pi-workflow-turns is not available in this session",
         isError: true,
@@ -137,7 +127,7 @@ export const createSessionApp = (pi: ExtensionAPI, settleMark?: SettleMark): Ses
       await withApp(ctx, async (runtime) => {
         reply = await runtime.runPromise(runTool(input.right, toolCallId === undefined ? {} : { toolCallId }))
       })
-      return toolResult(reply)
+      return shownToolResult(reply)
     },
 
     command: async (args, ctx) => {

@@ -3,6 +3,8 @@
  * of a run's end, and the display-only message a notification becomes. No I/O.
  */
 import { NOTIFICATION_TYPE } from "../domain/message-types.ts"
+import { redactText } from "../domain/redact.ts"
+import { clipCodePoints } from "../domain/text-bounds.ts"
 import type { CustomMessage } from "../session/pi-session.ts"
 import {
   type FinalPayload,
@@ -25,11 +27,12 @@ export const progressProblem = (text: unknown): string | null => {
   return null
 }
 
-/** Collapse whitespace (newlines included) and clip, so a summary is always one short line. */
-export const oneLine = (text: string, max = MAX_SUMMARY): string => {
-  const flat = text.replace(/\s+/g, " ").trim()
-  return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`
-}
+/**
+ * Redact, collapse whitespace (newlines included) and clip to `max` characters (code points),
+ * so a summary is always one short line; redacting first keeps a cut from hiding a secret.
+ */
+export const oneLine = (text: string, max = MAX_SUMMARY): string =>
+  clipCodePoints(redactText(text).replace(/\s+/g, " ").trim(), max)
 
 /** The `final` payload of a run that just ended: its state and a one-line summary. */
 export const finalPayload = (run: RunRecord & { readonly state: TerminalRunState }): FinalPayload => {

@@ -5,14 +5,21 @@
  * the chain) and asks the model to decide with the conversation it already has. Nothing here
  * reads, copies, hashes or stores a user message. Pure.
  */
+import { createHash } from "node:crypto"
 import { Option } from "effect"
+import { redactText } from "../domain/redact.ts"
+import { clipCodePoints, codePointLength, fitsCodePoints } from "../domain/text-bounds.ts"
 import type { RunRecord } from "../store/run-store.ts"
 import { decideRestart } from "./restart-policy.ts"
 import { type Lineage, RESTART_LIMIT, restartCount } from "./lineage.ts"
 import { type ReasonKind, reasonKind, terminalState } from "./terminal-outcome.ts"
 
-/** Bounds of the JSON blocks; the facts lines are always kept. */
-export const MAX_INPUT_CHARS = 16_000
+/**
+ * Bounds, in characters (Unicode code points); the facts lines are always kept. The input is
+ * shown in full when its JSON text has at most MAX_INPUT_CHARS characters, otherwise named by
+ * size and SHA-256 digest (never cut); results and errors are clipped with a marker.
+ */
+export const MAX_INPUT_CHARS = 65_536
 export const MAX_RESULT_CHARS = 8_000
 const MAX_CARD_FIELD = 200
 
@@ -34,8 +41,8 @@ export interface TerminalDecision {
   readonly restartable: boolean
 }
 
-const clip = (text: string, max: number) =>
-  text.length <= max ? text : `${text.slice(0, max - 14)} …[truncated]`
+// Redacted before clipping: a cut could leave a secret too short for its pattern.
+const clip = (text: string, max: number) => clipCodePoints(redactText(text), max, " …[truncated]")
 
 const json = (value: unknown) => JSON.stringify(value, null, 2) ?? "null"
 
@@ -51,6 +58,24 @@ const REASON_TEXT: Record<ReasonKind, string> = {
 }
 
 /** What the model should lean towards for this ending (never a command). */
+/**
+ * The input block: the exact input (pretty JSON when that fits the bound, else compact), or,
+ * when even the compact JSON text is longer, its size and digest. Credentials are redacted in
+ * what is shown; the stored input stays exact and `restart` uses it unchanged.
+ */
+const inputLines = (input: unknown): ReadonlyArray<string> => {
+  const compact = JSON.stringify(input) ?? "null"
+  if (!fitsCodePoints(compact, MAX_INPUT_CHARS)) {
+    const digest = createHash("sha256").update(compact, "utf8").digest("hex")
+    return [
+      `Input: input of ${codePointLength(compact)} characters, sha256 ${digest}; not shown (more than ` +
+        `${MAX_INPUT_CHARS} characters of JSON). The stored input is exact; restart uses it unchanged.`
+    ]
+  }
+  const pretty = json(input)
+  return ["Input (exact):", redactText(fitsCodePoints(pretty, MAX_INPUT_CHARS) ? pretty : compact)]
+}
+
 const defaultAdvice = (kind: ReasonKind, restartable: boolean, runId: string): string => {
   const restart = `{"action": "restart", "runId": "${runId}"}`
   switch (kind) {
@@ -61,6 +86,12 @@ const defaultAdvice = (kind: ReasonKind, restartable: boolean, runId: string): s
       )
     case "userCancelled":
       return "Default: stop. The user cancelled this run; do not restart or replace it unless the user asks."
+    case "agentCancelled":
+      // Cancelled means stopped: never advise a restart of a run the agent chose to end.
+      return (
+        "Default: stop. The agent cancelled this run; stop here unless the conversation says otherwise " +
+        "(then start a fresh run rather than restarting this one)."
+      )
     default:
       return restartable
         ? `Default: if the task is unfinished because of a technical or temporary problem, prefer one safe restart with the workflow tool: ${restart}.`
@@ -101,14 +132,15 @@ export const terminalDecision = (run: RunRecord, lineage: Lineage | null): Termi
     `- restarts: ${restarts} of ${RESTART_LIMIT}` +
       (lineage === null ? "" : ` (chain root ${lineage.rootRunId}, restarted from ${lineage.parentRunId})`),
     "",
-    "Input (exact):",
-    clip(json(run.input), MAX_INPUT_CHARS)
+    ...inputLines(run.input)
   )
   if (Option.isSome(run.result)) lines.push("", "Result:", clip(json(run.result.value), MAX_RESULT_CHARS))
   if (lineage !== null && lineage.earlier.length > 0) {
     lines.push("", "Earlier runs of this restart chain:")
     for (const previous of lineage.earlier) {
-      lines.push(`- run ${previous.runId}: ${previous.state} (${previous.reasonKind}): ${previous.summary}`)
+      lines.push(
+        `- run ${previous.runId}: ${previous.state} (${previous.reasonKind}): ${redactText(previous.summary)}`
+      )
     }
   }
   lines.push(
@@ -134,7 +166,8 @@ export const terminalDecision = (run: RunRecord, lineage: Lineage | null): Termi
       restartCount: restarts,
       restartLimit: RESTART_LIMIT
     },
-    text: lines.join("\n"),
+    // Every field above is redacted already; the whole block once more, for the lines between.
+    text: redactText(lines.join("\n")),
     restartable
   }
 }

@@ -8,9 +8,11 @@ import {
   type FallbackFacts,
   MAX_FACTS_BYTES,
   MAX_REASON_LENGTH,
+  parseStoredFacts,
   validateFacts
 } from "../../src/domain/facts.ts"
 import { sampleFacts } from "../support/fixtures.ts"
+import { codePointLength } from "../../src/domain/text-bounds.ts"
 
 /** The message of the InvalidFacts error for `input`; fails the test when it validates. */
 const rejection = (input: unknown): string => {
@@ -141,9 +143,25 @@ describe("fallback facts", () => {
     const cut = MAX_REASON_LENGTH - " …[truncated]".length
     const tricky = `${"a".repeat(cut - 1)}${emoji}${"b".repeat(100)}`
     const bounded = boundReason(tricky)
-    expect(bounded.length).toBeLessThanOrEqual(MAX_REASON_LENGTH)
+    expect(codePointLength(bounded)).toBeLessThanOrEqual(MAX_REASON_LENGTH)
     expect(bounded).not.toMatch(/[\ud800-\udbff](?![\udc00-\udfff])/)
     expect(Effect.runSync(validateFacts(sampleFacts({ reason: bounded }))).reason).toBe(bounded)
+  })
+
+  it("counts the reason bound in characters (code points), as the spec does", () => {
+    // 8,192 emoji are 8,192 characters but 16,384 UTF-16 code units: within the bound, kept whole.
+    const emoji = "😀".repeat(MAX_REASON_LENGTH)
+    expect(boundReason(emoji)).toBe(emoji)
+    expect(Effect.runSync(validateFacts(sampleFacts({ reason: emoji }))).reason).toBe(emoji)
+    expect(parseStoredFacts(JSON.stringify(sampleFacts({ reason: emoji })))).toMatchObject({ reason: emoji })
+    // One more character is over it: clipped to exactly the bound, no surrogate halved.
+    const over = boundReason(`${emoji}😀`)
+    expect(codePointLength(over)).toBe(MAX_REASON_LENGTH)
+    expect(over.endsWith(" …[truncated]")).toBe(true)
+    expect(over).not.toMatch(/[\ud800-\udbff](?![\udc00-\udfff])/)
+    expect(Effect.runSync(Effect.either(validateFacts(sampleFacts({ reason: `${emoji}😀` }))))._tag).toBe(
+      "Left"
+    )
   })
 })
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest"
+import { fallbackDetails } from "../../src/delivery/fallback-message.ts"
 import { cardLines } from "../../src/extension/deferred-turn-card.ts"
 import { sanitizeBlock, sanitizeLine } from "../../src/extension/sanitize.ts"
 
@@ -62,5 +63,57 @@ describe("sanitize", () => {
     expect(sanitizeBlock("a\n\u001b]0;title\u0007b")).toBe("a\nb")
     expect(sanitizeLine("  a \n b  ")).toBe("a b")
     expect(sanitizeLine(null)).toBe("")
+  })
+
+  it("removes bidirectional and zero-width characters from every line, collapsed and expanded", () => {
+    const invisible = "\u202e\u2066\u2069\u200b\u200c\u200d\u2060\ufeff\u200e\u200f\u061c\u202a"
+    const hostile = {
+      ...details,
+      workflowName: `auto${invisible}implement`,
+      runId: `r-${invisible}1`,
+      observedState: `fail${invisible}ed`
+    }
+    for (const expanded of [false, true]) {
+      const lines = cardLines({ content: `notice ${invisible}text\nmore`, details: hostile }, expanded)
+      for (const line of lines)
+        expect(line.text).not.toMatch(/[\u061c\u200b-\u200f\u202a-\u202e\u2060\u2066-\u2069\ufeff]/)
+      expect(lines[0]?.text).toContain("autoimplement · failed")
+    }
+    expect(sanitizeBlock(`a${invisible}b`)).toBe("ab")
+  })
+
+  it("shows no credential, not even from a message stored before redaction", () => {
+    const token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    const raw = {
+      content: `- error: GITHUB_TOKEN=${token}\nAuthorization: Bearer ${token}`,
+      details: { ...details, workflowName: token }
+    }
+    for (const expanded of [false, true]) {
+      const text = cardLines(raw, expanded)
+        .map((l) => l.text)
+        .join("\n")
+      expect(text).not.toContain(token)
+    }
+  })
+
+  it("bounds fields in characters, never halving a surrogate pair", () => {
+    const line = sanitizeLine("😀".repeat(200), 60)
+    expect([...line]).toHaveLength(60)
+    expect(line).not.toMatch(/[\ud800-\udbff](?![\udc00-\udfff])/)
+  })
+})
+
+describe("fallback details", () => {
+  it("bound their card fields in characters, redacted first", () => {
+    const intent = {
+      intentId: "deferred-turn:x",
+      runId: "r-1",
+      cause: "failed",
+      facts: { workflowName: "😀".repeat(300), observedState: `ghp_${"a1".repeat(20)} failed` }
+    } as unknown as Parameters<typeof fallbackDetails>[0]
+    const details = fallbackDetails(intent)
+    expect([...details.workflowName]).toHaveLength(200)
+    expect(details.workflowName).not.toMatch(/[\ud800-\udbff](?![\udc00-\udfff])/)
+    expect(details.observedState).toBe("[REDACTED] failed")
   })
 })

@@ -15,6 +15,7 @@ import {
   validateFacts
 } from "../../src/domain/facts.ts"
 import { checkId, intentId, sourceEventId } from "../../src/domain/identity.ts"
+import { codePointLength } from "../../src/domain/text-bounds.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { layerSqlite } from "../../src/store/turn-intent-store-sqlite.ts"
 import { tempDirectory } from "../../src/testing.ts"
@@ -98,8 +99,8 @@ describe("facts", () => {
         ),
         (reason) => {
           const bounded = boundReason(reason)
-          expect(bounded.length).toBeLessThanOrEqual(MAX_REASON_LENGTH)
-          if (reason.length <= MAX_REASON_LENGTH) expect(bounded).toBe(reason)
+          expect(codePointLength(bounded)).toBeLessThanOrEqual(MAX_REASON_LENGTH)
+          if (codePointLength(reason) <= MAX_REASON_LENGTH) expect(bounded).toBe(reason)
           else expect(reason.startsWith(bounded.slice(0, 8_000))).toBe(true)
         }
       ),

@@ -1,74 +1,85 @@
 /**
- * Reason redaction, fuzzed: a credential of any common shape embedded anywhere in arbitrary
- * text never survives into the stored facts, control characters never do, ordinary text is
- * kept, and redacting twice changes nothing more.
+ * The redactor, fuzzed: a credential of every catalogue shape (secrets.ts) embedded anywhere in
+ * arbitrary text never survives, invisible and control characters never do, JSON text stays
+ * JSON, ordinary text is kept, and redacting twice changes nothing more.
  */
 import { FastCheck as fc } from "effect"
 import { describe, expect, it } from "vitest"
-import { HANDOFF_STATE, intentRequest } from "../../src/domain/intent-request.ts"
 import { decide } from "../../src/domain/event-policy.ts"
-import { isControlChar, REDACTED, redactReason } from "../../src/domain/redact.ts"
+import { HANDOFF_STATE, intentRequest } from "../../src/domain/intent-request.ts"
+import { isControlChar, REDACTED, redactDeep, redactReason, redactText } from "../../src/domain/redact.ts"
 import type { SourceEvent } from "../../src/domain/source-event.ts"
+import { embedded, secretSample, surrounding } from "./secrets.ts"
 
-const alnum = fc.stringMatching(/^[A-Za-z0-9]{24,40}$/)
-const b64 = fc.stringMatching(/^[A-Za-z0-9+/]{40,80}$/)
-
-/** [the secret part that must vanish, the text that carries it] */
-const secret: fc.Arbitrary<readonly [string, string]> = fc.oneof(
-  alnum.map((s) => [`sk-${s}`, `sk-${s}`] as const),
-  alnum.map((s) => [`ghp_${s}`, `ghp_${s}`] as const),
-  alnum.map((s) => [`xoxb-${s}`, `xoxb-${s}`] as const),
-  fc.stringMatching(/^[0-9A-Z]{16}$/).map((s) => [`AKIA${s}`, `AKIA${s}`] as const),
-  alnum.map((s) => [s, `Authorization: Bearer ${s}`] as const),
-  alnum.map((s) => [s, `bearer ${s}`] as const),
-  fc
-    .tuple(alnum, alnum, alnum)
-    .map(([a, b, c]) => [`eyJ${a}.eyJ${b}.${c}`, `token eyJ${a}.eyJ${b}.${c}`] as const),
-  b64.map((s) => [s, `-----BEGIN RSA PRIVATE KEY-----\n${s}\n${s}\n-----END RSA PRIVATE KEY-----`] as const),
-  b64.map((s) => [s, `-----BEGIN OPENSSH PRIVATE KEY-----\n${s}`] as const),
-  fc
-    .tuple(fc.stringMatching(/^[A-Z][A-Z0-9_]{2,12}$/), alnum)
-    .map(([name, value]) => [value, `${name}=${value}`] as const),
-  alnum.map((s) => [s, `export OPENAI_API_KEY="${s}"`] as const),
-  alnum.map((s) => [s, `{"api_key": "${s}"}`] as const),
-  alnum.map((s) => [s, `password: ${s}`] as const),
-  alnum.map((s) => [s, `https://user:${s}@example.invalid/x`] as const)
-)
-
-const filler = fc.string({ maxLength: 60 }).map((s) => s.replace(/[A-Za-z0-9_=:+/.-]/g, " "))
 const hasControl = (text: string) => [...text].some((c) => isControlChar(c.charCodeAt(0)))
 
-describe("redactReason", () => {
-  it("removes every credential shape wherever it sits in the text", () => {
+describe("redactText", () => {
+  it("removes every catalogue credential wherever it sits in the text", () => {
     fc.assert(
-      fc.property(filler, secret, filler, (before, [needle, carrier], after) => {
-        const out = redactReason(`${before} ${carrier} ${after}`)
-        expect(out).not.toContain(needle)
+      fc.property(embedded, ({ sample, text }) => {
+        const out = redactText(text)
+        expect(out, sample.shape).not.toContain(sample.needle)
         expect(out).toContain(REDACTED)
+      }),
+      { numRuns: 5_000 }
+    )
+  })
+
+  it("removes them from JSON text and keeps it JSON", () => {
+    fc.assert(
+      fc.property(fc.array(embedded, { minLength: 1, maxLength: 3 }), surrounding, (items, key) => {
+        const value = { [key]: items.map((item) => item.text), nested: { reason: items[0]?.text } }
+        for (const text of [JSON.stringify(value), JSON.stringify(value, null, 2)]) {
+          const out = redactText(text)
+          for (const { sample } of items) expect(out, sample.shape).not.toContain(sample.needle)
+          expect(() => JSON.parse(out)).not.toThrow()
+        }
       }),
       { numRuns: 2_000 }
     )
   })
 
-  it("strips control characters and is idempotent, for any text", () => {
+  it("removes them from every string of a nested value (redactDeep)", () => {
     fc.assert(
-      fc.property(fc.string({ unit: "binary", maxLength: 300 }), (text) => {
-        const out = redactReason(text)
-        expect(hasControl(out)).toBe(false)
-        expect(redactReason(out)).toBe(out)
+      fc.property(secretSample, (sample) => {
+        const out = JSON.stringify(redactDeep({ a: [{ b: sample.carrier }], [sample.carrier]: 1 }))
+        expect(out, sample.shape).not.toContain(sample.needle)
       }),
-      { numRuns: 2_000 }
+      { numRuns: 1_000 }
+    )
+  })
+
+  it("strips control, bidirectional and zero-width characters and is idempotent, for any text", () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string({ unit: "binary", maxLength: 300 }),
+          embedded.map((e) => e.text)
+        ),
+        (text) => {
+          const out = redactText(text)
+          expect(hasControl(out)).toBe(false)
+          expect(redactText(out)).toBe(out)
+        }
+      ),
+      { numRuns: 3_000 }
     )
   })
 
   it("keeps ordinary diagnostics readable", () => {
-    expect(redactReason('step "review" timed out after 1500 ms')).toBe(
-      'step "review" timed out after 1500 ms'
-    )
-    expect(redactReason("scope must be a non-empty string\n\tat line 3")).toBe(
-      "scope must be a non-empty string\n\tat line 3"
-    )
-    expect(redactReason("bad\u001b[31m red\u0007")).toBe("bad[31m red")
+    for (const text of [
+      'step "review" timed out after 1500 ms',
+      "scope must be a non-empty string\n\tat line 3",
+      "mkdir -p build && gcc -pthread -O2 main.c; find . -print0",
+      "NODE_ENV=production PORT=8080 npm start",
+      "Basic configuration loaded; token limit: 4096 tokens; author: Ada",
+      "run 20261201T040000Z-sk-review-pipeline-0a1b2c3d: sort key: name",
+      "commit 0123456789abcdef0123456789abcdef01234567 (aws deploy)"
+    ]) {
+      expect(redactText(text)).toBe(text)
+    }
+    expect(redactText("bad\u001b[31m red\u0007")).toBe("bad[31m red")
+    expect(redactText("a\u202eb\u2066c\u200bd\ufeffe\u200ef\u061cg")).toBe("abcdefg")
   })
 
   it("is applied to every reason that goes into stored facts", () => {
@@ -87,5 +98,6 @@ describe("redactReason", () => {
     const request = intentRequest(event, decide(event))
     expect(request?.facts.observedState).toBe(HANDOFF_STATE)
     expect(request?.facts.reason).toBe(`failed: GITHUB_TOKEN=${REDACTED} [0m`)
+    expect(redactReason).toBe(redactText)
   })
 })

@@ -48,7 +48,9 @@ describe("cancelling a queued run", () => {
         observedState: "cancelled",
         reasonKind: "agentCancelled"
       })
-      expect(fallback?.message.content).toContain(`{"action": "restart", "runId": "${runId}"}`)
+      // Cancelled means stopped: the terminal turn advises stopping, never a restart.
+      expect(fallback?.message.content).toContain("Default: stop. The agent cancelled this run")
+      expect(fallback?.message.content).not.toContain("prefer one safe restart")
       expect((yield* intents).map((i) => [i.runId, i.cause, i.resolution])).toEqual([
         [runId, "agentCancelled", "fallback"]
       ])

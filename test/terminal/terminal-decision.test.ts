@@ -1,6 +1,7 @@
+import { createHash } from "node:crypto"
 import { describe, expect, it } from "vitest"
 import type { Lineage } from "../../src/terminal/lineage.ts"
-import { MAX_RESULT_CHARS, terminalDecision } from "../../src/terminal/terminal-decision.ts"
+import { MAX_INPUT_CHARS, MAX_RESULT_CHARS, terminalDecision } from "../../src/terminal/terminal-decision.ts"
 import { terminalFingerprint } from "../../src/terminal/terminal-outcome.ts"
 import { completed, run } from "./fixtures.ts"
 
@@ -66,7 +67,7 @@ describe("terminal decision content", () => {
           error: { message: "cancelled by the agent", nodeId: "n", original: null }
         }),
         "agentCancelled",
-        "prefer one safe restart"
+        "Default: stop. The agent cancelled this run; stop here unless the conversation says otherwise"
       ]
     ] as const
     for (const [record, kind, phrase] of cases) {
@@ -111,5 +112,54 @@ describe("terminal decision content", () => {
     expect(d.text).toContain("Restart is not possible: the chain already has 3 of 3 restarts")
     expect(d.card.restartCount).toBe(3)
     expect(d.restartable).toBe(false)
+  })
+})
+
+describe("terminal decision: what it shows", () => {
+  const token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+
+  it("never repeats a credential of the run's error, result or input (the stored run keeps them)", () => {
+    const leaky = run({
+      error: {
+        message: `push failed: GITHUB_TOKEN=${token} Authorization: Bearer ${token}`,
+        nodeId: "compile",
+        original: null
+      },
+      input: { remote: `https://deploy:hunter2secret@example.invalid/x.git`, token }
+    })
+    const d = decide(leaky, null)
+    expect(d.text).not.toContain(token)
+    expect(d.text).not.toContain("hunter2secret")
+    expect(d.text).toContain("- error: push failed: GITHUB_TOKEN=[REDACTED] Authorization: Bearer [REDACTED]")
+    expect(leaky.error?.message).toContain(token)
+    const done = decide(completed({ log: `npm publish with npm_${"a1".repeat(18)}` }), null)
+    expect(done.text).not.toContain("npm_a1")
+  })
+
+  it("shows an input of up to 65,536 characters in full, exact", () => {
+    const input = { text: "y".repeat(20_000), emoji: "😀".repeat(MAX_INPUT_CHARS - 20_050) }
+    const d = decide(run({ input }), null)
+    expect(d.text).toContain(JSON.stringify(input, null, 2))
+    expect(d.text).not.toContain("…[truncated]")
+  })
+
+  it("names a longer input by its size and SHA-256 digest instead of cutting it", () => {
+    const input = { text: "z".repeat(MAX_INPUT_CHARS) }
+    const compact = JSON.stringify(input)
+    const digest = createHash("sha256").update(compact, "utf8").digest("hex")
+    const d = decide(run({ input }), null)
+    expect(d.text).toContain(`input of ${compact.length} characters, sha256 ${digest}; not shown`)
+    expect(d.text).not.toContain("z".repeat(100))
+    expect(d.text.length).toBeLessThan(10_000)
+  })
+
+  it("clips the error in characters, never halving a surrogate pair", () => {
+    const d = decide(
+      run({ error: { message: "😀".repeat(MAX_RESULT_CHARS * 2), nodeId: null, original: null } }),
+      null
+    )
+    const line = d.text.split("\n").find((l) => l.startsWith("- error: ")) ?? ""
+    expect([...line.slice("- error: ".length)]).toHaveLength(MAX_RESULT_CHARS)
+    expect(line).not.toMatch(/[\ud800-\udbff](?![\udc00-\udfff])/)
   })
 })
