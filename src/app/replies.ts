@@ -2,7 +2,8 @@
 import { ForeignRun } from "../domain/ownership.ts"
 import type { RunStatus, RunSummary, StepView } from "../engine/engine.ts"
 import { InvalidWorkflowInput } from "../engine/errors.ts"
-import { clip, MAX_ERROR_CHARS } from "./text-bounds.ts"
+import { clipCodePoints as clip } from "../domain/text-bounds.ts"
+import { MAX_ERROR_CHARS } from "./text-bounds.ts"
 import { duration, relative } from "./time-text.ts"
 
 export interface Reply {

@@ -7,7 +7,8 @@
  */
 import { MAX_JSON_DEPTH, nestsDeeperThan, tooDeep } from "../domain/json-depth.ts"
 import { TOOL_ACTIONS } from "../domain/message-types.ts"
-import { clip, MAX_ERROR_CHARS, quote } from "./text-bounds.ts"
+import { clipCodePoints as clip } from "../domain/text-bounds.ts"
+import { MAX_ERROR_CHARS, quote } from "./text-bounds.ts"
 
 const ACTIONS = `one of ${TOOL_ACTIONS.join(", ")}`
 

@@ -5,7 +5,8 @@
  * anything malformed (`tool-bounds.ts` first refuses what no later step could even copy).
  */
 import { Either, ParseResult, Schema } from "effect"
-import { clip, count, MAX_ERROR_CHARS, quote } from "./text-bounds.ts"
+import { clipCodePoints as clip } from "../domain/text-bounds.ts"
+import { count, MAX_ERROR_CHARS, quote } from "./text-bounds.ts"
 import { boundToolArguments, fieldName } from "./tool-bounds.ts"
 
 /** A string parameter; the message names what came instead, shortly (never the whole value). */

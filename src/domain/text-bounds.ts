@@ -18,7 +18,7 @@ export const codePointLength = (text: string): number => {
 }
 
 /** The UTF-16 index after the first `count` code points (the text's length when it has fewer). */
-const indexAfter = (text: string, count: number): number => {
+export const indexAfter = (text: string, count: number): number => {
   let i = 0
   for (let seen = 0; seen < count && i < text.length; seen++) {
     i += isHighSurrogate(text.charCodeAt(i)) && isLowSurrogate(text.charCodeAt(i + 1)) ? 2 : 1

@@ -236,7 +236,9 @@ describe("loadWorkflow: good definitions", () => {
         "Default"
       ])
       const check = workflow.nodes.get("a")
-      expect(check?.type === "agent" && check.output?.({ ok: "yes" })).toMatch(/ok must be a boolean \(got "yes"\)/)
+      expect(check?.type === "agent" && check.output?.({ ok: "yes" })).toMatch(
+        /ok must be a boolean \(got "yes"\)/
+      )
       expect(check?.type === "agent" && check.output?.({ ok: true })).toBeNull()
     })
   )
