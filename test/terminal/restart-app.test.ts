@@ -15,6 +15,8 @@ import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { appDatabase, freshLocation } from "../support/backend.ts"
 import { eventually, FALLBACK, sentOfType } from "../app/support.ts"
 import { crashing } from "../support/workflows.ts"
+import { triggerMessage } from "../../src/delivery/unanswered-successor.ts"
+import { NOTIFICATION_TYPE } from "../../src/domain/message-types.ts"
 
 const crash = {
   ...crashing("service unavailable"),
@@ -299,6 +301,46 @@ describe("launch reservation across a reload", () => {
           yield* afterSettle(false)
           yield* afterSettle(false)
           yield* eventually(stateOf(second), (state) => state === "failed")
+          expect((yield* allRuns).length).toBe(2)
+        }).pipe(Effect.provide(app(filename)), Effect.scoped)
+      }).pipe(Effect.scoped)
+  )
+})
+
+describe("the terminal turn after recovery, with hidden and passive messages newest in the branch", () => {
+  it.live(
+    "repeating the same start or restart tool call returns the reserved run, not ReservationConflict",
+    () =>
+      Effect.gen(function* () {
+        const filename = yield* freshLocation
+        const { first, monitorRun } = yield* Effect.gen(function* () {
+          const first = yield* failOnce("crash")
+          const reply = yield* runTool({ _tag: "start", workflow: "monitor" }, { toolCallId: "call-m" })
+          expect(reply.details.launch).toBe("monitor")
+          return { first, monitorRun: runIdOf(reply.details) }
+        }).pipe(Effect.provide(app(filename)), Effect.scoped)
+        yield* Effect.gen(function* () {
+          const fake = yield* PiSessionFake
+          // The reloaded branch: the terminal message, then the hidden trigger that restarts its
+          // turn and a passive notification, both newer than it.
+          const terminal = yield* fake.appendBranch({
+            customType: FALLBACK,
+            content: "terminal turn",
+            details: { runId: first }
+          })
+          yield* fake.appendBranch(triggerMessage(terminal))
+          yield* fake.appendBranch({
+            customType: NOTIFICATION_TYPE,
+            content: "Workflow crash ended",
+            details: { runId: first, kind: "final", state: "failed" }
+          })
+          const again = yield* runTool({ _tag: "start", workflow: "monitor" }, { toolCallId: "call-m" })
+          expect(again.isError).toBe(false)
+          expect(again.details.runId).toBe(monitorRun)
+          expect(again.details.repeated).toBe(true)
+          // Another launch in the same turn is the turn's second one.
+          const other = yield* runTool({ _tag: "restart", runId: first }, { toolCallId: "call-r" })
+          expect(other.details.error).toBe("LaunchAlreadyReserved")
           expect((yield* allRuns).length).toBe(2)
         }).pipe(Effect.provide(app(filename)), Effect.scoped)
       }).pipe(Effect.scoped)
