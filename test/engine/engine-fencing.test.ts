@@ -183,7 +183,8 @@ describe("fencing after claim loss (two runners, one file)", () => {
       expect(yield* b.events).toEqual([])
       yield* TestClock.adjust(10_000)
       const done = yield* a.engine.await(runId)
-      expect([done.state, done.cancelRequested]).toEqual(["cancelled", null])
+      // The cancelled row keeps who cancelled it.
+      expect([done.state, done.cancelRequested]).toEqual(["cancelled", "user"])
       expect(eventTags(yield* a.events)).toEqual(["Quiet:directCancel"])
     })
   )

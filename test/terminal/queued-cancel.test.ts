@@ -48,7 +48,9 @@ describe("cancelling a queued run", () => {
         observedState: "cancelled",
         reasonKind: "agentCancelled"
       })
-      expect(fallback?.message.content).toContain(`{"action": "restart", "runId": "${runId}"}`)
+      // Cancelled means stopped: the terminal turn offers no restart of it.
+      expect(fallback?.message.content).not.toContain(`{"action": "restart", "runId": "${runId}"}`)
+      expect(fallback?.message.content).toContain("the agent cancelled this run")
       expect((yield* intents).map((i) => [i.runId, i.cause, i.resolution])).toEqual([
         [runId, "agentCancelled", "fallback"]
       ])

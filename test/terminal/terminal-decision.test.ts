@@ -66,7 +66,7 @@ describe("terminal decision content", () => {
           error: { message: "cancelled by the agent", nodeId: "n", original: null }
         }),
         "agentCancelled",
-        "prefer one safe restart"
+        "the agent cancelled this run"
       ]
     ] as const
     for (const [record, kind, phrase] of cases) {
@@ -75,6 +75,7 @@ describe("terminal decision content", () => {
       expect(d.text).toContain(phrase)
     }
     expect(decide(cases[4][0], null).restartable).toBe(false)
+    expect(decide(cases[5][0], null).restartable).toBe(false)
     expect(terminalDecision(run({ state: "running", error: null }), null)).toBeNull()
   })
 
