@@ -63,16 +63,14 @@ export const terminalEvent = (
 }
 
 /**
- * Whether the run ended and its end owes the model no turn: the user's direct cancel. Every
+ * Whether the run ended by the user's direct cancel, whose end owes the model no turn. Every
  * pending intent of such a run is retired: it stays pending and is never made eligible (no
  * message resolves it, so no resolution is recorded), whichever interruption stored it — an
  * earlier step timeout whose route was still running, or a claim loss reported late. Decided
  * from the stored row only, so every process and every restart decides alike.
  */
-export const endOwesNothing = (record: RunRecord): boolean => {
-  const event = terminalEvent(record, null)
-  return event !== null && decide(event)._tag !== "Intent"
-}
+export const endOwesNothing = (record: RunRecord): boolean =>
+  record.state === "cancelled" && cancelledBy(record) === "user"
 
 /** The eligible intent an ended run owes, or null when its end owes none. */
 export const owedIntent = (record: RunRecord): IntentRequest | null => {
