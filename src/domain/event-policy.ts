@@ -7,6 +7,11 @@ import type { Cause } from "./turn-intent.ts"
 
 export type PolicyDecision =
   | { readonly _tag: "NoIntent"; readonly why: string }
+  /**
+   * Stop the active turn and create no intent: its successor is another message (the new
+   * owner's prompt), or none is owed at all (the run ended by the user's direct cancel).
+   */
+  | { readonly _tag: "AbortOnly"; readonly why: string }
   | {
       readonly _tag: "Intent"
       readonly cause: Cause
@@ -25,12 +30,20 @@ const causeOfTerminal = {
   completed: "completed"
 } as const
 
+const DIRECT_CANCEL = "the user cancelled the run directly: no automatic model turn"
+
 export const decide = (event: SourceEvent): PolicyDecision => {
   switch (event._tag) {
     case "ActiveTurnInterrupted": {
-      // The run already ended and owes its own successor: keep that one intent, still abort.
-      const owed = event.ended === undefined ? null : decide(event.ended)
-      if (owed?._tag === "Intent") return { ...owed, abortTurn: true }
+      // The new owner's prompt is the successor: stop the old turn, owe nothing more.
+      if (event.superseded === true)
+        return { _tag: "AbortOnly", why: "claim lost after the new owner's newer prompt (its successor)" }
+      if (event.ended !== undefined) {
+        // The run already ended: keep the one intent its end owes, still abort; an end that owes
+        // nothing (the user's direct cancel) gets no turn, but its stale turn still stops.
+        const owed = decide(event.ended)
+        return owed._tag === "Intent" ? { ...owed, abortTurn: true } : { _tag: "AbortOnly", why: owed.why }
+      }
       // Persist before ctx.abort(); a recovery prompt or a new owner may still resolve it.
       return {
         _tag: "Intent",
@@ -41,6 +54,9 @@ export const decide = (event: SourceEvent): PolicyDecision => {
       }
     }
     case "RunTerminal":
+      // Before anything else: an outstanding system abort of the run is retired, not answered.
+      if (event.state === "cancelled" && event.cancelledBy === "user")
+        return { _tag: "NoIntent", why: DIRECT_CANCEL }
       if (event.state === "completed") {
         // The terminal turn intent of a completed run (reusing an abort's intent that no prompt
         // resolved): its presentation resolves it naturally; only when the run has ended and the
@@ -78,6 +94,8 @@ export const decide = (event: SourceEvent): PolicyDecision => {
     case "LaunchFailed":
       return { _tag: "Intent", cause: "launchFailed", eligible: true, abortTurn: false, refreshFacts: false }
     case "HandoffEnded":
+      if (event.observedState === "cancelled" && event.cancelledBy === "user")
+        return { _tag: "NoIntent", why: DIRECT_CANCEL }
       return {
         _tag: "Intent",
         cause: event.provenance.cause,

@@ -10,7 +10,7 @@ import { decide, type PolicyDecision } from "./event-policy.ts"
 import { boundReason, FACTS_SCHEMA, type FallbackFacts } from "./facts.ts"
 import { redactReason } from "./redact.ts"
 import type { SourceEventKey } from "./identity.ts"
-import type { RunRef, SourceEvent } from "./source-event.ts"
+import type { RunRef, SourceEvent, TerminalState } from "./source-event.ts"
 import { type Cause, LAUNCH_NODE } from "./turn-intent.ts"
 
 export interface IntentRequest {
@@ -30,6 +30,13 @@ type IntentDecision = Extract<PolicyDecision, { readonly _tag: "Intent" }>
 export const INTERRUPTED_STATE = "interrupted"
 /** Observed state of an ownership transfer: another runner may continue the run. */
 export const HANDOFF_STATE = "handoff"
+
+const ENDED_STATES: ReadonlySet<string> = new Set<TerminalState>([
+  "cancelled",
+  "timed_out",
+  "failed",
+  "completed"
+])
 
 const facts = (
   run: RunRef,
@@ -56,7 +63,7 @@ const facts = (
 
 /** The intent an event asks for, or null when its decision creates none. */
 export const intentRequest = (event: SourceEvent, decision: PolicyDecision): IntentRequest | null => {
-  if (decision._tag === "NoIntent") return null
+  if (decision._tag !== "Intent") return null
   return requestFor(event, decision)
 }
 
@@ -108,6 +115,8 @@ const requestFor = (event: SourceEvent, decision: IntentDecision): IntentRequest
       }
     }
     case "HandoffEnded": {
+      // A run that durably ended (its end state observed) cannot be continued by anyone: its
+      // facts never say a handoff (that another runner may go on).
       const source = event.provenance
       return {
         run: event.run,
@@ -121,7 +130,7 @@ const requestFor = (event: SourceEvent, decision: IntentDecision): IntentRequest
           nodeId: source.nodeId,
           attemptId: source.attemptId,
           reason: event.reason,
-          handoff: cause === "claimLost"
+          handoff: cause === "claimLost" && !ENDED_STATES.has(event.observedState)
         })
       }
     }

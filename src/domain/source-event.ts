@@ -55,6 +55,11 @@ export interface RunTerminalEvent {
   readonly provenance: Provenance | null
   /** The run's interruption ordinal to use when no provenance exists. */
   readonly interruption: number
+  /**
+   * Who cancelled the run (state `cancelled`), as the run row records it. The user's direct
+   * cancel owes no turn, even when an earlier system abort of the run is still outstanding.
+   */
+  readonly cancelledBy?: "agent" | "user"
 }
 
 export type SourceEvent =
@@ -66,22 +71,33 @@ export type SourceEvent =
       readonly reason: string | null
       /**
        * Set when the run has already ended (another runner ended it before this one learned
-       * that its claim was lost) and that end owes its own successor turn: the abort keeps that
-       * intent instead of creating a second one for the same stop.
+       * that its claim was lost). When that end owes its own successor turn, the abort keeps
+       * that intent instead of creating a second one for the same stop; when it owes none (the
+       * user's direct cancel), the turn is stopped and no intent is made.
        */
       readonly ended?: RunTerminalEvent
+      /**
+       * Claim loss after the new owner already opened the request of a later step: its prompt
+       * is the session's successor turn, so the old turn is stopped and no intent is made.
+       */
+      readonly superseded?: boolean
     }
   /** The run reached a durable terminal state (see `RunTerminalEvent`). */
   | RunTerminalEvent
   /** A queued launch could not be activated; its queue row is durably failed. */
   | { readonly _tag: "LaunchFailed"; readonly run: RunRef; readonly reason: string }
-  /** Durable handoff evidence: the claim was lost and no other runner can continue. */
+  /**
+   * Durable handoff evidence: the claim was lost and no runner will continue the run for this
+   * session. When the run has ended, `observedState` is its end state.
+   */
   | {
       readonly _tag: "HandoffEnded"
       readonly run: RunRef
       readonly provenance: Provenance
       readonly observedState: string
       readonly reason: string | null
+      /** Who cancelled the run, when it ended `cancelled`: the user's cancel owes no turn. */
+      readonly cancelledBy?: "agent" | "user"
     }
   /** Direct `/workflow cancel`, pause, user Escape / hold, session shutdown. */
   | { readonly _tag: "Quiet"; readonly run: RunRef | null; readonly kind: QuietKind }

@@ -4,11 +4,12 @@
  * and stop on claim loss. The runner calls these under the run's lock.
  */
 import { Deferred, Duration, Effect, Option, Ref, Schedule } from "effect"
-import type { ActiveTurnCause, TerminalState } from "../domain/source-event.ts"
+import type { ActiveTurnCause, Provenance, TerminalState } from "../domain/source-event.ts"
 import { decide as policy } from "../domain/event-policy.ts"
 import { intentRequest } from "../domain/intent-request.ts"
 import { identify } from "../interruption/intent-ids.ts"
 import { terminalEvent } from "../interruption/run-debts.ts"
+import { cancelledBy } from "../terminal/terminal-outcome.ts"
 import { ABORT_LOCK_BUDGET_MS, withLockBudget } from "../store/database.ts"
 import type { HandoffResult, RunRecord } from "../store/run-store.ts"
 import type { ActiveRun, RunnerDeps, VisitState } from "./active-run.ts"
@@ -58,11 +59,12 @@ export const interrupt = (
       cause = "claimLost"
       reason = "another runner took over the workflow run"
     }
-    // Ended by another runner before this one learned of its loss: when that end owes its own
-    // successor, this abort keeps that intent (no second one for the same stop) and records nothing.
+    // Ended by another runner before this one learned of its loss: this abort records nothing.
+    // When that end owes its own successor, the abort keeps that intent (no second one for the
+    // same stop); when it owes none (the user's direct cancel), it only stops the turn.
     let ended =
       cause === "claimLost" && claim._tag === "Right" && Option.isSome(claim.right)
-        ? owedEnd(claim.right.value)
+        ? endedEvent(claim.right.value)
         : null
     const memory = yield* Ref.get(run.memory)
     const provenance = {
@@ -95,11 +97,11 @@ export const interrupt = (
             )
         : null
     // The new owner has already opened the request of a later step: its prompt is the session's
-    // successor turn (the model answers it, or it follows the turn still running). This abort
-    // owes nothing and stops nothing; a claim-loss intent here would be a second terminal
-    // message beside the one the run's end under the new owner owes (seed 9407).
-    if (early?._tag === "Superseded") return yield* superseded(run)
-    if (early?._tag === "Ended") ended = owedEnd(early.run)
+    // successor turn. This abort owes nothing (a claim-loss intent here would be a second
+    // terminal message beside the one the run's end under the new owner owes, seed 9407), but
+    // the old turn still stops: it must not go on working on a step it no longer owns.
+    if (early?._tag === "Superseded") return yield* superseded(deps, run, provenance, reason)
+    if (early?._tag === "Ended") ended = endedEvent(early.run)
     const write: Effect.Effect<HandoffResult | null, unknown> =
       ended !== null
         ? Effect.succeed(null)
@@ -144,28 +146,51 @@ export const interrupt = (
         `workflow run ${run.runId}: claim lost after the run ended; its end's turn answers`
       )
     } else if (handoff?._tag === "Ended") {
+      // The run ended with no successor of its own: the end state, never "may continue". The
+      // policy gives an end the user cancelled no turn at all (its intent stays retired).
       const result = yield* deps.events.publish({
         _tag: "HandoffEnded",
         run: run.ref,
         provenance,
         observedState: handoff.run.state,
-        reason
+        reason,
+        ...(handoff.run.state === "cancelled" ? { cancelledBy: cancelledBy(handoff.run) ?? "user" } : {})
       })
       yield* recordLoss(deps, run, result.warning)
     }
     return provenance
   })
 
-/** Claim loss after the new owner's newer prompt: nothing to record, abort or publish. */
-const superseded = (run: ActiveRun) =>
+/**
+ * Claim loss after the new owner's newer prompt: nothing to record and no intent (that prompt
+ * is the successor), but the old turn is stopped (`AbortOnly`).
+ */
+const superseded = (
+  deps: RunnerDeps,
+  run: ActiveRun,
+  provenance: Provenance & { readonly cause: ActiveTurnCause },
+  reason: string
+) =>
   Effect.as(
-    Effect.logInfo(`workflow run ${run.runId}: claim lost after the new owner's newer prompt; no abort`),
+    deps.events
+      .publish({ _tag: "ActiveTurnInterrupted", run: run.ref, provenance, reason, superseded: true })
+      .pipe(
+        Effect.zipLeft(
+          Effect.logInfo(
+            `workflow run ${run.runId}: claim lost after the new owner's newer prompt; turn stopped`
+          )
+        ),
+        Effect.uninterruptible
+      ),
     null
   )
 
+/** The terminal event of an ended run (null while it runs). */
+const endedEvent = (record: RunRecord) => terminalEvent(record, null)
+
 /** The terminal event of an ended run whose end owes a successor turn of its own, else null. */
 const owedEnd = (record: RunRecord) => {
-  const event = terminalEvent(record, null)
+  const event = endedEvent(record)
   return event !== null && policy(event)._tag === "Intent" ? event : null
 }
 
@@ -200,8 +225,9 @@ export const terminal = (
   Effect.gen(function* () {
     const event = terminalEvent(ended, reason)
     if (event === null || event.state !== state) return null
-    // A cancel without an outstanding abort is the direct kind: nothing to publish.
-    if (state === "cancelled" && event.provenance === null) return null
+    // An end that owes no turn (the user's direct cancel, even with a system abort still
+    // outstanding): nothing to publish; the runner published `Quiet` for it.
+    if (policy(event)._tag !== "Intent") return null
     const result = yield* deps.events.publish(event)
     yield* recordLoss(deps, run, result.warning)
     // The deterministic ID, also when the publisher only records events.

@@ -150,7 +150,8 @@ const onStop = (
           next: {
             _tag: "End",
             state: "cancelled",
-            error: { message: reason, nodeId: at.nodeId, original: null }
+            error: { message: reason, nodeId: at.nodeId, original: null },
+            cancelledBy: stop.by
           }
         })
         // A direct cancel is quiet; an earlier system abort of this run still gets its successor.

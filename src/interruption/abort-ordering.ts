@@ -89,3 +89,15 @@ export const abortActiveTurn = (
       ? result
       : { ...result, persisted: false, error: describeCause(persistExit.cause) }
   }).pipe(Effect.uninterruptible)
+
+/**
+ * Stop the active turn when no intent is owed for it (`AbortOnly`: the new owner's prompt is
+ * its successor, or the run ended by the user's direct cancel). The abort is still a system
+ * abort in flight until the turn settles, so it is recorded under `key` first: the settle is
+ * never taken for the user's Escape, and nothing is sent into the aborting turn.
+ */
+export const abortWithoutIntent = (key: string): Effect.Effect<void, never, PiSession | AbortBookkeeping> =>
+  Effect.gen(function* () {
+    yield* (yield* AbortBookkeeping).record(key)
+    yield* (yield* PiSession).abort
+  }).pipe(Effect.uninterruptible)

@@ -14,7 +14,7 @@ import { TimingPolicy, toMillis } from "../delivery/timing-policy.ts"
 import { PiSession } from "../session/pi-session.ts"
 import type { TurnIntentStore } from "../store/turn-intent-store.ts"
 import type { AbortBookkeeping } from "./abort-bookkeeping.ts"
-import { abortActiveTurn } from "./abort-ordering.ts"
+import { abortActiveTurn, abortWithoutIntent } from "./abort-ordering.ts"
 import { SourceEvents, type SourceEventsService } from "./source-events.ts"
 import { persistEligible, type TerminalOptions } from "./terminal-handling.ts"
 
@@ -76,7 +76,15 @@ export const make = (
         const decision = decide(event)
         const request = intentRequest(event, decision)
         yield* Effect.annotateCurrentSpan({ event: event._tag, decision: decision._tag })
-        if (request === null || decision._tag === "NoIntent") return NO_INTENT
+        if (decision._tag === "AbortOnly" && event._tag === "ActiveTurnInterrupted") {
+          const { runId } = event.run
+          yield* abortWithoutIntent(`no-intent:${runId}:${event.provenance.interruption}`).pipe(
+            Effect.withSpan("Interruptions.abortWithoutIntent")
+          )
+          yield* Effect.logInfo(`workflow run ${runId}: turn stopped, no intent (${decision.why})`)
+          return NO_INTENT
+        }
+        if (request === null || decision._tag !== "Intent") return NO_INTENT
         if (decision.abortTurn) {
           const outcome = yield* abortActiveTurn(request, { persistTimeoutMs }).pipe(
             Effect.withSpan("Interruptions.abortActiveTurn")

@@ -5,8 +5,8 @@
  * both address one deterministic intent and a debt is never paid twice.
  *
  * - A run that ended `cancelled`, `timed_out` or `failed` owes what the event policy says for
- *   its `RunTerminal` event: the reused abort intent when an abort is outstanding on the row,
- *   else (tool-started runs, not cancelled) a failure intent.
+ *   its `RunTerminal` event: the reused abort intent when an abort is outstanding on the row
+ *   (not after the user's cancel), else (not cancelled) a failure intent.
  * - A pending, ineligible intent whose run has ended can no longer be resolved by a natural
  *   prompt: it owes a fallback and becomes eligible.
  * - An end whose reused abort was answered by a workflow prompt owes its own intent instead
@@ -18,6 +18,8 @@
  *   version created intents for completed runs.
  * - A claim-loss intent beside an end that owes its own successor is covered by that end: one
  *   message answers both (`coveredByEnd`).
+ * - The user's direct cancel owes nothing, and retires every pending intent of its run
+ *   (`endOwesNothing`): no fallback, whatever interruption came before it.
  */
 import { decide } from "../domain/event-policy.ts"
 import { type IntentRequest, intentRequest } from "../domain/intent-request.ts"
@@ -55,9 +57,20 @@ export const terminalEvent = (
     attemptId: record.currentAttemptId,
     reason: reason ?? record.error?.message ?? (record.state === "completed" ? "the run completed" : null),
     provenance: record.abortPending ? record.abort : null,
-    interruption: record.interruptions
+    interruption: record.interruptions,
+    ...(record.state === "cancelled" ? { cancelledBy: cancelledBy(record) ?? "user" } : {})
   }
 }
+
+/**
+ * Whether the run ended by the user's direct cancel, whose end owes the model no turn. Every
+ * pending intent of such a run is retired: it stays pending and is never made eligible (no
+ * message resolves it, so no resolution is recorded), whichever interruption stored it — an
+ * earlier step timeout whose route was still running, or a claim loss reported late. Decided
+ * from the stored row only, so every process and every restart decides alike.
+ */
+export const endOwesNothing = (record: RunRecord): boolean =>
+  record.state === "cancelled" && cancelledBy(record) === "user"
 
 /** The eligible intent an ended run owes, or null when its end owes none. */
 export const owedIntent = (record: RunRecord): IntentRequest | null => {
@@ -73,7 +86,7 @@ export const owedIntent = (record: RunRecord): IntentRequest | null => {
  * end's intent and stored none (`interrupt.ts`): the end's one message is the successor of both,
  * whatever the timing. Decided from stored facts only (an ended row no longer changes), so every
  * process and every restart decides alike. An end that owes nothing (a direct user cancel)
- * covers nothing: the claim loss keeps its own fallback.
+ * covers nothing: it retires the claim-loss intent instead (`endOwesNothing`).
  */
 export const coveredByEnd = (intent: TurnIntent, record: RunRecord, owedIntentId: string | null): boolean =>
   intent.cause === "claimLost" &&
@@ -142,7 +155,8 @@ export const owedWithoutAnswered = (record: RunRecord): IntentRequest | null => 
 /**
  * Pending intents that no natural prompt can resolve any more: their run has ended. Not those
  * the run's end covers (`owedIntentIds`: each ended run's owed intent): the end's message
- * answers them.
+ * answers them; and not those of a run whose end owes nothing (`endOwesNothing`, the user's
+ * direct cancel): they are retired.
  */
 export const strandedIntents = (
   intents: ReadonlyArray<TurnIntent>,
@@ -155,6 +169,7 @@ export const strandedIntents = (
     return (
       run !== undefined &&
       isTerminal(run.state) &&
+      !endOwesNothing(run) &&
       !coveredByEnd(intent, run, owedIntentIds.get(intent.runId) ?? null)
     )
   })

@@ -11,7 +11,7 @@ import type { DatabaseService } from "./database.ts"
 import type { makeRunReads } from "./run-reads.ts"
 import { ClaimLost, RequestNotOpen } from "./run-errors.ts"
 import { decodeRequests, decodeSteps, decodeToken, toRequest, toStep } from "./run-rows.ts"
-import type { Fence, RunStoreService } from "./run-store.ts"
+import type { Fence, RunStoreService, RunTransition } from "./run-store.ts"
 
 export type RunReads = ReturnType<typeof makeRunReads>
 
@@ -129,6 +129,15 @@ export const makeFencedWrites = (
       })
     )
 
+  // A cancelled run keeps who cancelled it (a fact its end is decided by, never its error text);
+  // any other end clears a cancel request it overtook.
+  const cancelledBy = (end: Extract<RunTransition, { readonly _tag: "End" }>) =>
+    end.state !== "cancelled"
+      ? sql`NULL`
+      : end.cancelledBy === undefined
+        ? sql`cancel_requested`
+        : sql`${end.cancelledBy}`
+
   const settle: RunStoreService["settle"] = (fence, s) =>
     fenced(
       "settle",
@@ -177,7 +186,8 @@ export const makeFencedWrites = (
                 ended_at = ${now} WHERE run_id = ${fence.runId} AND state = 'open'`
             yield* sql`UPDATE workflow_runs SET state = ${t.state}, result_json = ${json(t.result)},
                 error_json = ${json(t.error)}, ended_at = ${now}, updated_at = ${now}, claim_token = NULL,
-                claim_expires_at = NULL, pause_requested = 0, cancel_requested = NULL, parked_reason = NULL
+                claim_expires_at = NULL, pause_requested = 0, cancel_requested = ${cancelledBy(t)},
+                parked_reason = NULL
               WHERE run_id = ${fence.runId}`
             break
           case "Park":

@@ -73,6 +73,10 @@ export interface RunRecord {
   readonly result: Option.Option<unknown>
   readonly error: RunError | null
   readonly pauseRequested: boolean
+  /**
+   * Who asked to cancel: on a live run, a cancel the runner has not applied yet; on a run that
+   * ended `cancelled`, who cancelled it (kept by the end; null on rows ended before it was kept).
+   */
   readonly cancelRequested: "agent" | "user" | null
   readonly parkedReason: string | null
   /** Next interruption ordinal of the run. */
@@ -204,6 +208,8 @@ export type RunTransition =
        * pending abort, so the end does not reuse an interruption the model already had a turn for.
        */
       readonly answered?: Provenance
+      /** Who cancelled the run (state `cancelled`): kept on the ended row as `cancelRequested`. */
+      readonly cancelledBy?: "agent" | "user"
     }
   /** Release the claim; a later resume continues (and reruns an interrupted visit). */
   | { readonly _tag: "Park"; readonly reason: string }

@@ -6,6 +6,7 @@ export const RestartRefusal = Schema.Literal(
   "active",
   "otherSession",
   "userCancelled",
+  "agentCancelled",
   "sourceGone",
   "limit",
   "repeated",

@@ -5,12 +5,18 @@
  * turn gets one launch: a second one fails, and the same tool call repeated (after a crash or
  * reload) returns the run it already made.
  *
- * The current terminal turn is read from the session branch: the newest workflow message is a
- * presentation or deferred-turn message whose run has ended in this session. Only message
- * details are read, never a user message.
+ * The current terminal turn is read from the session branch: the newest workflow message that
+ * the model saw as a turn is a presentation or deferred-turn message whose run has ended in this
+ * session. Hidden and passive messages (the turn trigger, notifications) are not turns and are
+ * skipped. Only message details are read, never a user message.
  */
 import { Effect, Either, Option } from "effect"
-import { DEFERRED_TURN_TYPE } from "../domain/message-types.ts"
+import {
+  DEFERRED_TURN_TYPE,
+  NOTIFICATION_TYPE,
+  SUCCESSOR_REQUESTED_TYPE,
+  TURN_TRIGGER_TYPE
+} from "../domain/message-types.ts"
 import { Engine, type RunSummary } from "../engine/engine.ts"
 import { PRESENTATION_TYPE } from "../engine/messages.ts"
 import { WorkflowRegistry } from "../engine/registry.ts"
@@ -32,6 +38,17 @@ export interface TerminalTurn {
 
 const WORKFLOW_MESSAGE = "pi-workflows-"
 
+/**
+ * Workflow messages that are no turn of their own: the hidden trigger that restarts the turn of
+ * an unanswered successor (the successor before it is the turn), passive notifications and the
+ * successor-requested mark. The terminal turn is the newest message that is not one of them.
+ */
+const NOT_A_TURN: ReadonlySet<string> = new Set([
+  TURN_TRIGGER_TYPE,
+  NOTIFICATION_TYPE,
+  SUCCESSOR_REQUESTED_TYPE
+])
+
 const stringField = (details: unknown, key: string): string | null => {
   if (typeof details !== "object" || details === null) return null
   const value: unknown = Reflect.get(details, key)
@@ -43,7 +60,9 @@ export const currentTerminalTurn = Effect.gen(function* () {
   const session = yield* PiSession
   const sessionId = yield* session.sessionId
   const branch = yield* session.branch
-  const newest = branch.findLast((entry) => entry.customType.startsWith(WORKFLOW_MESSAGE))
+  const newest = branch.findLast(
+    (entry) => entry.customType.startsWith(WORKFLOW_MESSAGE) && !NOT_A_TURN.has(entry.customType)
+  )
   if (newest === undefined) return Option.none<TerminalTurn>()
   if (newest.customType !== PRESENTATION_TYPE && newest.customType !== DEFERRED_TURN_TYPE) {
     return Option.none<TerminalTurn>()

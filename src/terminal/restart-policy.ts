@@ -3,7 +3,8 @@
  * caller reads the run, its launch data and the loaded workflow, and writes nothing when the
  * answer is a refusal.
  *
- * Rules: only a run of this session that ended; never a run the user cancelled; only while the
+ * Rules: only a run of this session that ended; never a run that was explicitly cancelled (by
+ * the user or the agent: cancelled means stopped, and a fresh `start` stays possible); only while the
  * exact workflow source and revision are still loaded; at most `RESTART_LIMIT` restarts per
  * chain; and never after an ending that already happened earlier in the chain (the same
  * fingerprint means the restart made no difference). A different ending is progress and keeps
@@ -66,11 +67,19 @@ export const decideRestart = (candidate: RestartCandidate): Either.Either<Lineag
       `the run is ${run.state}, not ended; restart applies only to a run that has ended (use status, or cancel it first)`
     )
   }
-  if (cancelledBy(run) === "user") {
-    return refuse(
-      "userCancelled",
-      "the user cancelled this run; do not restart it unless the user asks again"
-    )
+  // Decided from the stored state and who cancelled (the row's `cancelRequested`), never the error text.
+  const by = cancelledBy(run)
+  if (by !== null) {
+    const fresh = `a fresh \`start\` of workflow "${run.workflowName}" is still possible if the user asks for the work again`
+    return by === "user"
+      ? refuse(
+          "userCancelled",
+          `the user cancelled this run; cancelled means stopped, so it is not restarted; ${fresh}`
+        )
+      : refuse(
+          "agentCancelled",
+          `the agent cancelled this run; cancelled means stopped, so it is not restarted; ${fresh}`
+        )
   }
   if (candidate.restartedAs !== null) {
     return refuse(

@@ -46,6 +46,7 @@ export type TerminalRun = Pick<
   | "error"
   | "startedAt"
   | "stepCount"
+  | "cancelRequested"
 >
 
 /** The terminal state of a run, or null while it has not ended. */
@@ -57,14 +58,18 @@ export const terminalState = (run: Pick<RunRecord, "state">): TerminalRunState |
     ? run.state
     : null
 
-/** Who cancelled a cancelled run; the store writes "cancelled by the agent|user". */
-export const cancelledBy = (run: Pick<RunRecord, "state" | "error">): "agent" | "user" | null => {
+/**
+ * Who cancelled a cancelled run: the row keeps it (`cancelRequested`, written with the end).
+ * Rows that ended before the store kept it fall back to the store's own fixed marker in the
+ * error it wrote ("cancelled by the agent|user"); a cancellation that names nobody is treated as
+ * the user's: stopping is safe.
+ */
+export const cancelledBy = (
+  run: Pick<RunRecord, "state" | "error" | "cancelRequested">
+): "agent" | "user" | null => {
   if (run.state !== "cancelled") return null
-  const message = run.error?.message ?? ""
-  if (message.startsWith("cancelled by the user")) return "user"
-  if (message.startsWith("cancelled by the agent")) return "agent"
-  // A cancellation that does not say who asked for it is treated as the user's: stopping is safe.
-  return "user"
+  if (run.cancelRequested !== null) return run.cancelRequested
+  return (run.error?.message ?? "").startsWith("cancelled by the agent") ? "agent" : "user"
 }
 
 export const reasonKind = (run: TerminalRun): ReasonKind | null => {

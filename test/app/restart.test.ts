@@ -107,7 +107,8 @@ describe("a restarted session", () => {
               }
             }
           )
-          // Run 2: an abort's intent exists (ineligible); the run was cancelled without a terminal event.
+          // Run 2: an abort's intent exists (ineligible); the agent cancelled the run without a
+          // terminal event. (The user's direct cancel would retire it: no turn.)
           yield* runs.reserve({ ...newRun("run-cancelled"), targetSessionId: "s1" })
           yield* Context.get(context, TurnIntentStore).ensure(
             sampleIntent({ targetSessionId: "s1", runId: "run-cancelled", cause: "timedOut" })
@@ -115,7 +116,7 @@ describe("a restarted session", () => {
           yield* runs.claim({ runId: "run-cancelled", token: "t2", leaseMs: 60_000, mode: "activate" })
           yield* runs.settle(
             { runId: "run-cancelled", token: "t2" },
-            { next: { _tag: "End", state: "cancelled" } }
+            { next: { _tag: "End", state: "cancelled", cancelledBy: "agent" } }
           )
         }).pipe(Effect.orDie)
       )

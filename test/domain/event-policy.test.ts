@@ -61,6 +61,42 @@ describe("event policy", () => {
     expect(decide(terminal("cancelled", null, { run: run({ origin: "command" }) }))._tag).toBe("NoIntent")
   })
 
+  it("the user's direct cancel owes no turn, even with a system abort still outstanding", () => {
+    const cancelled = (prov: ReturnType<typeof provenance> | null, cancelledBy: "agent" | "user") => {
+      const event = terminal("cancelled", prov)
+      return event._tag === "RunTerminal" ? { ...event, cancelledBy } : event
+    }
+    // A step timed out (its intent pending), its route ran on, then the user cancelled.
+    expect(decide(cancelled(provenance("timedOut"), "user"))._tag).toBe("NoIntent")
+    expect(decide(cancelled(null, "user"))._tag).toBe("NoIntent")
+    // The agent's cancel reuses that abort: the run's one terminal turn.
+    expect(decide(cancelled(provenance("timedOut"), "agent"))).toEqual(intent("timedOut", true, false))
+    const handoff: SourceEvent = {
+      _tag: "HandoffEnded",
+      run: run(),
+      provenance: provenance("claimLost"),
+      observedState: "cancelled",
+      reason: null,
+      cancelledBy: "user"
+    }
+    expect(decide(handoff)._tag).toBe("NoIntent")
+  })
+
+  it("claim loss stops the old turn without an intent when its successor is elsewhere or none is owed", () => {
+    const lost = interrupted("claimLost")
+    if (lost._tag !== "ActiveTurnInterrupted") throw new Error("an interruption")
+    // The new owner's prompt is the successor: abort, no intent.
+    expect(decide({ ...lost, superseded: true })._tag).toBe("AbortOnly")
+    // The run already ended by the user's cancel: abort, no intent.
+    const byUser = terminal("cancelled", null)
+    if (byUser._tag !== "RunTerminal") throw new Error("a terminal event")
+    expect(decide({ ...lost, ended: { ...byUser, cancelledBy: "user" } })._tag).toBe("AbortOnly")
+    // An end that owes its own successor keeps that intent, and still aborts.
+    const failed = terminal("failed", null)
+    if (failed._tag !== "RunTerminal") throw new Error("a terminal event")
+    expect(decide({ ...lost, ended: failed })).toEqual(intent("failed", true, true))
+  })
+
   it.each<QuietKind>(["directCancel", "pause", "userHold", "shutdown"])("%s is quiet: no intent", (kind) => {
     expect(decide({ _tag: "Quiet", run: run(), kind })._tag).toBe("NoIntent")
     expect(decide({ _tag: "Quiet", run: null, kind })._tag).toBe("NoIntent")

@@ -43,6 +43,20 @@ describe("intent request", () => {
     expect(request(terminal("failed", provenance("claimLost")))?.facts.handoff).toBe(false)
   })
 
+  it("a handoff whose run durably ended says its end state, never that another runner may continue", () => {
+    const handoff = (observedState: string): SourceEvent => ({
+      _tag: "HandoffEnded",
+      run: run(),
+      provenance: provenance("claimLost"),
+      observedState,
+      reason: "another runner took over the workflow run"
+    })
+    expect(request(handoff("failed"))?.facts).toMatchObject({ handoff: false, observedState: "failed" })
+    expect(request(handoff("cancelled"))?.facts).toMatchObject({ handoff: false, observedState: "cancelled" })
+    // Not ended (the new owner parked it without a prompt here): still a handoff.
+    expect(request(handoff("handoff"))?.facts).toMatchObject({ handoff: true, observedState: "handoff" })
+  })
+
   it("launch failure uses $launch and no attempt", () => {
     const r = request({ _tag: "LaunchFailed", run: run(), reason: "scope must be a non-empty string" })
     expect(r).toMatchObject({ nodeId: "$launch", attemptId: null, cause: "launchFailed", eligible: true })

@@ -4,7 +4,7 @@
  * HANDOFF_FIRST_MS, and B's end lands meanwhile. A goes on (its `claimLost` intent is stored
  * and the turn aborted) while its handoff is still unanswered. Judged by what the model saw:
  * when B's end owes its own successor (a failure) the run gets exactly one fallback, that end's;
- * when it owes none (a direct user cancel) the claim loss still gets its own.
+ * when it owes none (a direct user cancel) the claim loss is retired and no fallback goes out.
  *
  * Deterministic interleaving on one real SQLite file: A is the whole application graph; B is a
  * second store connection that takes the run over and ends it from inside A's first handoff
@@ -46,7 +46,8 @@ const race = (state: Extract<TerminalRunState, "failed" | "cancelled">, lateWrit
               error:
                 state === "failed"
                   ? { message: "the prompt could not be built", nodeId: "ask", original: null }
-                  : { message: "cancelled by the user", nodeId: "ask", original: null }
+                  : { message: "cancelled by the user", nodeId: "ask", original: null },
+              ...(state === "cancelled" ? { cancelledBy: "user" as const } : {})
             }
           }
         )
@@ -99,13 +100,15 @@ const race = (state: Extract<TerminalRunState, "failed" | "cancelled">, lateWrit
       yield* afterSettle(userHold)
       yield* onSessionStart
     }).pipe(Effect.provide(app))
-    const rows = yield* until(
+    // The user's cancel retires the claim loss (pending, never eligible): nothing to wait for.
+    yield* until(
       Effect.zipRight(settle, intents.list({ runId, limit: 10 })),
-      (list) => list.length > 0 && list.every((i) => i.resolvedAt !== null),
+      (list) => list.length > 0 && (state === "cancelled" || list.every((i) => i.resolvedAt !== null)),
       "every intent resolved"
     )
     // A few more passes: nothing left to deliver may still go out.
     for (let i = 0; i < 3; i++) yield* settle
+    const rows = yield* intents.list({ runId, limit: 10 })
     const fallbacks = (yield* fake.branch).filter((m) => m.customType === FALLBACK)
     return { rows, fallbacks }
   })
@@ -132,12 +135,13 @@ describe("claim loss: the old runner's handoff write is slow and the new owner's
     )
 
     it.scoped(
-      `an end that owes nothing (a direct user cancel) leaves the claim loss its own fallback (late write ${lateWrite})`,
+      `an end the user cancelled owes nothing: the claim loss is retired, no fallback (late write ${lateWrite})`,
       () =>
         Effect.gen(function* () {
           const { rows, fallbacks } = yield* race("cancelled", lateWrite)
-          expect(rows.map((i) => [i.cause, i.resolution])).toEqual([["claimLost", "fallback"]])
-          expect(fallbacks).toHaveLength(1)
+          // Retired: pending and never eligible (before: its own fallback after the user's cancel).
+          expect(rows.map((i) => [i.cause, i.resolution, i.eligibleAt])).toEqual([["claimLost", null, null]])
+          expect(fallbacks).toHaveLength(0)
         })
     )
   }

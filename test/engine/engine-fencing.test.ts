@@ -72,9 +72,9 @@ describe("fencing after claim loss (two runners, one file)", () => {
         // A's node times out at 60 s: recording it needs the claim A no longer holds.
         yield* TestClock.adjust(29_000)
         yield* a.engine.await(runId)
-        // B's prompt already went to the session: it is the successor of A's turn, so A aborts
-        // nothing and publishes nothing (no claim-loss intent beside the run's own end, seed 9407).
-        expect(eventTags(yield* a.events)).toEqual([])
+        // B's prompt already went to the session: it is the successor of A's turn, so A stores no
+        // claim-loss intent (none beside the run's own end, seed 9407), but still stops its turn.
+        expect(eventTags(yield* a.events)).toEqual(["ActiveTurnInterrupted:claimLost:superseded"])
         const after = {
           run: Option.getOrThrow(yield* b.store.get(runId)),
           steps: yield* b.store.steps(runId)
@@ -129,8 +129,8 @@ describe("fencing after claim loss (two runners, one file)", () => {
       const promptB = details(yield* b.coordinator.take)
       yield* TestClock.adjust(29_000)
       yield* a.engine.await(runId)
-      // B's prompt is already out: A's claim loss is superseded, nothing to abort or publish.
-      expect(eventTags(yield* a.events)).toEqual([])
+      // B's prompt is already out: A's claim loss is superseded: its turn stops, no intent.
+      expect(eventTags(yield* a.events)).toEqual(["ActiveTurnInterrupted:claimLost:superseded"])
       const status = yield* b.engine.status(runId)
       expect([status.state, status.openRequestId, status.claimed]).toEqual([
         "running",
@@ -183,7 +183,8 @@ describe("fencing after claim loss (two runners, one file)", () => {
       expect(yield* b.events).toEqual([])
       yield* TestClock.adjust(10_000)
       const done = yield* a.engine.await(runId)
-      expect([done.state, done.cancelRequested]).toEqual(["cancelled", null])
+      // The cancelled row keeps who cancelled it.
+      expect([done.state, done.cancelRequested]).toEqual(["cancelled", "user"])
       expect(eventTags(yield* a.events)).toEqual(["Quiet:directCancel"])
     })
   )

@@ -2,7 +2,7 @@
  * Reconciliation of a claim-loss intent stored beside a run's end (the old runner's handoff write
  * answered too late or never): from the stored rows alone, an end that owes its own successor
  * covers the `claimLost` intent, which is then never made eligible and is resolved with the
- * end's message; an end that owes nothing leaves it its own fallback. Runs on both backends.
+ * end's message; an end that owes nothing (the user's cancel) retires it. Runs on both backends.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Option, TestClock } from "effect"
@@ -81,8 +81,16 @@ const claimLossBesideEnd = (
           state,
           ...(state === "completed" ? { result: { ok: true } } : {}),
           ...(state === "failed" ? { error: { message: "boom", nodeId: "ask", original: null } } : {}),
+          // B's own abort is the agent's cancel; without it, the user cancelled directly.
           ...(state === "cancelled"
-            ? { error: { message: "cancelled by the user", nodeId: "ask", original: null } }
+            ? {
+                error: {
+                  message: `cancelled by the ${ownAbort ? "agent" : "user"}`,
+                  nodeId: "ask",
+                  original: null
+                },
+                cancelledBy: ownAbort ? ("agent" as const) : ("user" as const)
+              }
             : {})
         }
       }
@@ -214,12 +222,24 @@ describe("a claim-loss intent beside the run's end", () => {
   )
 
   it.scoped(
-    "an end that owes nothing (a direct user cancel) covers nothing: the claim loss gets its fallback",
+    "an end that owes nothing (a direct user cancel) retires the claim loss: no fallback, on any pass",
     () =>
       Effect.gen(function* () {
         const s = yield* stores
         const { lostId } = yield* claimLossBesideEnd(s, "r1", "cancelled")
-        expect(yield* reconcile(s)).toEqual({ created: [], madeEligible: [lostId], answered: [] })
+        expect(yield* reconcile(s)).toEqual({ created: [], madeEligible: [], answered: [] })
+        yield* TestClock.adjust("1 hour")
+        expect(yield* reconcile(s)).toEqual({ created: [], madeEligible: [], answered: [] })
+        // Retired: pending, never eligible, so no fallback pass can claim it.
+        const lost = yield* row(s, lostId)
+        expect([lost.resolvedAt, lost.eligibleAt]).toEqual([null, null])
+        const claimed = yield* s.intents.claimEligibleForSession({
+          targetSessionId: SESSION,
+          limit: 10,
+          token: "f",
+          leaseMs: 5_000
+        })
+        expect(claimed).toEqual([])
       })
   )
 

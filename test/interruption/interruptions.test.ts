@@ -62,6 +62,24 @@ describe("SourceEvents (live)", () => {
     })
   )
 
+  it.scoped("an abort without an intent stops the turn as a system abort and stores nothing", () =>
+    Effect.gen(function* () {
+      const h = yield* makeHarness()
+      yield* h.fake.startTurn
+      const lost = interrupted("claimLost")
+      if (lost._tag !== "ActiveTurnInterrupted") throw new Error("an interruption")
+      // The new owner's prompt is the successor of the stopped turn.
+      expect(yield* h.events.publish({ ...lost, superseded: true })).toEqual({
+        intentId: null,
+        warning: null
+      })
+      expect(yield* h.fake.aborts).toBe(1)
+      expect(yield* h.intents).toEqual([])
+      // Recorded as a system abort in flight until the turn settles (never taken for Escape).
+      expect((yield* h.bookkeeping.inFlight).length).toBe(1)
+    })
+  )
+
   it.scoped("quiet events and direct cancellations create nothing and abort nothing", () =>
     Effect.gen(function* () {
       const h = yield* makeHarness()

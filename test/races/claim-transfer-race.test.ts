@@ -3,7 +3,8 @@
  * over one SQLite file, with a fake Pi session for the same session ID (app-worker.ts). A runs
  * the agent step and renews rarely; its lease runs out, B takes the run over (its rerun of the
  * step waits at a gate), A notices at its next renewal and its turn is aborted. Then B's run
- * ends: it fails before prompting, it prompts and completes, or the user cancels it directly.
+ * ends: it fails before prompting, it prompts and completes, or the user cancels it directly
+ * (quiet: no message for the run, A's claim-loss intent retired or never stored).
  *
  * Judged by what the model saw (both processes' session branches) and by the database: exactly
  * one intent for the interruption (A's claim-loss intent, reused and made eligible or resolved by
@@ -141,8 +142,12 @@ const scenario = (origin: "tool" | "command", ending: Ending, late: boolean) =>
     yield* b.call({ _tag: "hold" })
     yield* Effect.sleep("300 millis") // past A's lease
     yield* b.call({ _tag: "resume", runId })
+    // The user's direct cancel owes no turn: A, noticing only after it, stops its turn and stores
+    // no intent; noticing before it, its claim-loss intent is retired by the cancel.
+    const quiet = ending === "is cancelled by the user"
     const noticed = Effect.gen(function* () {
       yield* until(observe(a), (o) => o.aborts === 1, "A's turn aborted on claim loss")
+      if (late && quiet) return yield* listIntents(runId)
       const list = yield* until(listIntents(runId), (l) => l.length > 0, "the interruption's intent")
       return list
     })
@@ -185,9 +190,18 @@ const scenario = (origin: "tool" | "command", ending: Ending, late: boolean) =>
     }
     const rows = yield* until(
       listIntents(runId),
-      (list) => list.every((i) => i.resolvedAt !== null),
+      (list) => quiet || list.every((i) => i.resolvedAt !== null),
       "every intent resolved"
     )
+    if (quiet) {
+      // Retired (pending, never eligible) when A stored it before the cancel; none when after.
+      expect(rows.map((i) => [i.intentId, i.cause, i.eligibleAt, i.resolution])).toEqual(
+        late ? [] : [[intentId, "claimLost", null, null]]
+      )
+      const branches = [...(yield* observe(a)).branch, ...(yield* observe(b)).branch]
+      expect(branches.filter((m) => m.customType === FALLBACK || m.customType === PRESENTATION)).toEqual([])
+      return
+    }
     // One intent for the one interruption: A's, reused; never a second one (cause `failed`).
     // B's prompt answered it when B's run completed afterwards: that end owes its own terminal
     // turn (the presentation), which used to be bound to A's resolved intent and never sent.

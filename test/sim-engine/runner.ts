@@ -6,7 +6,8 @@
  *
  * 1. one intent → at most one message in the branch;
  * 2. one run → never two pending intents (one interruption, one intent);
- * 3. nothing pending and ineligible after its run is terminal;
+ * 3. nothing pending and ineligible after its run is terminal, but intents the user's direct
+ *    cancel retired;
  * 4. every eligible intent of the live session resolved, backed by exactly one branch message of
  *    the kind its resolution names;
  * 5. every ended run has exactly one terminal successor in the branch (its presentation or one
@@ -165,7 +166,7 @@ export const runEngineSchedule = async (
         stats: {}
       }
     }
-    const { branch, sends, now, rounds, userCancelled } = exit.value
+    const { branch, sends, now, rounds } = exit.value
     const { intents, runs } = readDb(filename)
     const violations: Array<string> = []
     const short = (id: string) => id.slice(-10)
@@ -199,10 +200,23 @@ export const runEngineSchedule = async (
     for (const [run, count] of pendingByRun)
       if (count > 1) violations.push(`run ${short(run)}: ${count} pending intents`)
     const stateOf = new Map(runs.map((r) => [r.run_id, r]))
+    /**
+     * A direct user cancel (the cancelled row keeps who cancelled it): quiet, and it retires every
+     * pending intent of its run.
+     */
+    const quietEnd = (run: (typeof runs)[number]) =>
+      run.state === "cancelled" && run.cancel_requested === "user"
+
     for (const i of intents) {
       const run = stateOf.get(i.run_id)
-      // 3. nothing pending and ineligible after its run is terminal
-      if (i.resolved_at === null && i.eligible_at === null && run !== undefined && TERMINAL.has(run.state)) {
+      // 3. nothing pending and ineligible after its run is terminal (but retired by the user's cancel)
+      if (
+        i.resolved_at === null &&
+        i.eligible_at === null &&
+        run !== undefined &&
+        TERMINAL.has(run.state) &&
+        !quietEnd(run)
+      ) {
         violations.push(
           `intent ${short(i.intent_id)} (${i.cause}) pending and ineligible; run is ${run.state}`
         )
@@ -240,8 +254,7 @@ export const runEngineSchedule = async (
       // A direct user cancel is quiet; the agent's cancel, with or without a workflow turn to
       // stop, owes the run's terminal turn. Runs the user started with `/workflow start` get
       // their terminal turn too.
-      const quiet =
-        run.state === "cancelled" && (run.cancel_requested === "user" || userCancelled.has(run.run_id))
+      const quiet = quietEnd(run)
       if (successors.length > 1)
         violations.push(`run ${short(run.run_id)} (${run.state}): ${successors.length} terminal messages`)
       else if (TERMINAL.has(run.state) && !quiet && successors.length === 0) {

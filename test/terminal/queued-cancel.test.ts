@@ -48,9 +48,10 @@ describe("cancelling a queued run", () => {
         observedState: "cancelled",
         reasonKind: "agentCancelled"
       })
-      // Cancelled means stopped: the terminal turn advises stopping, never a restart.
+      // Cancelled means stopped: the terminal turn advises stopping and offers no restart of it.
       expect(fallback?.message.content).toContain("Default: stop. The agent cancelled this run")
       expect(fallback?.message.content).not.toContain("prefer one safe restart")
+      expect(fallback?.message.content).not.toContain(`{"action": "restart", "runId": "${runId}"}`)
       expect((yield* intents).map((i) => [i.runId, i.cause, i.resolution])).toEqual([
         [runId, "agentCancelled", "fallback"]
       ])

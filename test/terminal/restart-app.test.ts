@@ -15,6 +15,8 @@ import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { appDatabase, freshLocation } from "../support/backend.ts"
 import { eventually, FALLBACK, sentOfType } from "../app/support.ts"
 import { crashing } from "../support/workflows.ts"
+import { triggerMessage } from "../../src/delivery/unanswered-successor.ts"
+import { NOTIFICATION_TYPE } from "../../src/domain/message-types.ts"
 
 const crash = {
   ...crashing("service unavailable"),
@@ -236,39 +238,51 @@ describe("restart", () => {
     )
   )
 
-  it.live("refuses unknown, active, user-cancelled, foreign and changed-source runs, writing nothing", () =>
-    withApp(
-      Effect.gen(function* () {
-        const unknown = yield* runTool({ _tag: "restart", runId: "nope" }, { toolCallId: "x" })
-        expect(unknown.details.error).toBe("RestartRefused")
-        expect(unknown.text).toMatch(/no such run/)
-        const queued = yield* runTool({ _tag: "start", workflow: "monitor" })
-        const queuedId = runIdOf(queued.details)
-        const active = yield* runTool({ _tag: "restart", runId: queuedId })
-        expect(active.text).toMatch(/is queued, not ended/)
-        const cancelled = yield* Effect.orDie((yield* Engine).cancel(queuedId, { by: "user" }))
-        expect(cancelled.state).toBe("cancelled")
-        const byUser = yield* runTool({ _tag: "restart", runId: queuedId })
-        expect(byUser.text).toMatch(/the user cancelled this run/)
-        const failed = yield* failOnce("crash")
-        const fake = yield* PiSessionFake
-        yield* fake.setSessionId("s2")
-        const foreign = yield* runTool({ _tag: "restart", runId: failed })
-        expect(foreign.text).toMatch(/belongs to another Pi session/)
-        yield* fake.setSessionId("s1")
-        const { WorkflowRegistry } = yield* Effect.promise(() => import("../../src/engine/registry.ts"))
-        yield* Effect.orDie((yield* WorkflowRegistry).replaceAll([{ ...crash, revision: 2 }, monitor]))
-        const changed = yield* runTool({ _tag: "restart", runId: failed })
-        expect(changed.text).toMatch(/changed since this run \(revision 1 → 2\)/)
-        yield* Effect.orDie((yield* WorkflowRegistry).replaceAll([monitor]))
-        const gone = yield* runTool({ _tag: "restart", runId: failed })
-        expect(gone.text).toMatch(/no longer loaded/)
-        for (const reply of [unknown, active, byUser, foreign, changed, gone])
-          expect(reply.isError).toBe(true)
-        expect((yield* allRuns).length).toBe(2)
-        expect(Option.isNone(yield* (yield* LaunchStore).childOf(failed))).toBe(true)
-      })
-    )
+  it.live(
+    "refuses unknown, active, user- and agent-cancelled, foreign and changed-source runs, writing nothing",
+    () =>
+      withApp(
+        Effect.gen(function* () {
+          const unknown = yield* runTool({ _tag: "restart", runId: "nope" }, { toolCallId: "x" })
+          expect(unknown.details.error).toBe("RestartRefused")
+          expect(unknown.text).toMatch(/no such run/)
+          const queued = yield* runTool({ _tag: "start", workflow: "monitor" })
+          const queuedId = runIdOf(queued.details)
+          const active = yield* runTool({ _tag: "restart", runId: queuedId })
+          expect(active.text).toMatch(/is queued, not ended/)
+          const cancelled = yield* Effect.orDie((yield* Engine).cancel(queuedId, { by: "user" }))
+          expect(cancelled.state).toBe("cancelled")
+          const byUser = yield* runTool({ _tag: "restart", runId: queuedId })
+          expect(byUser.text).toMatch(/the user cancelled this run/)
+          expect(byUser.text).toContain('a fresh `start` of workflow "monitor" is still possible')
+          const failed = yield* failOnce("crash")
+          const fake = yield* PiSessionFake
+          yield* fake.setSessionId("s2")
+          const foreign = yield* runTool({ _tag: "restart", runId: failed })
+          expect(foreign.text).toMatch(/belongs to another Pi session/)
+          yield* fake.setSessionId("s1")
+          const { WorkflowRegistry } = yield* Effect.promise(() => import("../../src/engine/registry.ts"))
+          yield* Effect.orDie((yield* WorkflowRegistry).replaceAll([{ ...crash, revision: 2 }, monitor]))
+          const changed = yield* runTool({ _tag: "restart", runId: failed })
+          expect(changed.text).toMatch(/changed since this run \(revision 1 → 2\)/)
+          yield* Effect.orDie((yield* WorkflowRegistry).replaceAll([monitor]))
+          const gone = yield* runTool({ _tag: "restart", runId: failed })
+          expect(gone.text).toMatch(/no longer loaded/)
+          // Cancelled means stopped, whoever cancelled: the agent's own cancel is refused too.
+          const agentStart = yield* runTool({ _tag: "start", workflow: "monitor" }, { toolCallId: "call-a" })
+          if (agentStart.isError) throw new Error(agentStart.text)
+          const agentRun = runIdOf(agentStart.details)
+          expect((yield* runTool({ _tag: "cancel", runId: agentRun })).isError).toBe(false)
+          const byAgent = yield* runTool({ _tag: "restart", runId: agentRun })
+          expect(byAgent.details.error).toBe("RestartRefused")
+          expect(byAgent.text).toMatch(/the agent cancelled this run; cancelled means stopped/)
+          expect(byAgent.text).toContain('a fresh `start` of workflow "monitor" is still possible')
+          for (const reply of [unknown, active, byUser, byAgent, foreign, changed, gone])
+            expect(reply.isError).toBe(true)
+          expect((yield* allRuns).length).toBe(3)
+          expect(Option.isNone(yield* (yield* LaunchStore).childOf(failed))).toBe(true)
+        })
+      )
   )
 })
 
@@ -299,6 +313,46 @@ describe("launch reservation across a reload", () => {
           yield* afterSettle(false)
           yield* afterSettle(false)
           yield* eventually(stateOf(second), (state) => state === "failed")
+          expect((yield* allRuns).length).toBe(2)
+        }).pipe(Effect.provide(app(filename)), Effect.scoped)
+      }).pipe(Effect.scoped)
+  )
+})
+
+describe("the terminal turn after recovery, with hidden and passive messages newest in the branch", () => {
+  it.live(
+    "repeating the same start or restart tool call returns the reserved run, not ReservationConflict",
+    () =>
+      Effect.gen(function* () {
+        const filename = yield* freshLocation
+        const { first, monitorRun } = yield* Effect.gen(function* () {
+          const first = yield* failOnce("crash")
+          const reply = yield* runTool({ _tag: "start", workflow: "monitor" }, { toolCallId: "call-m" })
+          expect(reply.details.launch).toBe("monitor")
+          return { first, monitorRun: runIdOf(reply.details) }
+        }).pipe(Effect.provide(app(filename)), Effect.scoped)
+        yield* Effect.gen(function* () {
+          const fake = yield* PiSessionFake
+          // The reloaded branch: the terminal message, then the hidden trigger that restarts its
+          // turn and a passive notification, both newer than it.
+          const terminal = yield* fake.appendBranch({
+            customType: FALLBACK,
+            content: "terminal turn",
+            details: { runId: first }
+          })
+          yield* fake.appendBranch(triggerMessage(terminal))
+          yield* fake.appendBranch({
+            customType: NOTIFICATION_TYPE,
+            content: "Workflow crash ended",
+            details: { runId: first, kind: "final", state: "failed" }
+          })
+          const again = yield* runTool({ _tag: "start", workflow: "monitor" }, { toolCallId: "call-m" })
+          expect(again.isError).toBe(false)
+          expect(again.details.runId).toBe(monitorRun)
+          expect(again.details.repeated).toBe(true)
+          // Another launch in the same turn is the turn's second one.
+          const other = yield* runTool({ _tag: "restart", runId: first }, { toolCallId: "call-r" })
+          expect(other.details.error).toBe("LaunchAlreadyReserved")
           expect((yield* allRuns).length).toBe(2)
         }).pipe(Effect.provide(app(filename)), Effect.scoped)
       }).pipe(Effect.scoped)

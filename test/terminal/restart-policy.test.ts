@@ -138,11 +138,24 @@ describe("restart policy", () => {
     expect(refusal(candidate({ loaded: { revision: 2, fingerprint: "sha256:new" } })).reason).toBe(
       "sourceGone"
     )
-    const agentCancelled = run({
+  })
+
+  it("refuses every explicitly cancelled run, the agent's too, decided from the stored fields", () => {
+    const error = { message: "cancelled", nodeId: "n", original: null }
+    for (const by of ["agent", "user"] as const) {
+      // Who cancelled is the row's `cancelRequested`, whatever the error text says.
+      const refused = refusal(candidate({ run: run({ state: "cancelled", cancelRequested: by, error }) }))
+      expect(refused.reason).toBe(by === "agent" ? "agentCancelled" : "userCancelled")
+      expect(refused.message).toContain(`the ${by} cancelled this run`)
+      expect(refused.message).toContain('a fresh `start` of workflow "build" is still possible')
+    }
+    // A row ended before the store kept who cancelled: the store's own marker in its error.
+    const legacy = run({
       state: "cancelled",
       error: { message: "cancelled by the agent", nodeId: "n", original: null }
     })
-    expect(Either.isRight(decideRestart(candidate({ run: agentCancelled })))).toBe(true)
+    expect(refusal(candidate({ run: legacy })).reason).toBe("agentCancelled")
+    expect(reasonKind(run({ state: "cancelled", cancelRequested: "agent", error }))).toBe("agentCancelled")
   })
 
   it("a completed run (for example a blocked result) may be restarted", () => {

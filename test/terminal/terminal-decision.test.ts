@@ -76,6 +76,7 @@ describe("terminal decision content", () => {
       expect(d.text).toContain(phrase)
     }
     expect(decide(cases[4][0], null).restartable).toBe(false)
+    expect(decide(cases[5][0], null).restartable).toBe(false)
     expect(terminalDecision(run({ state: "running", error: null }), null)).toBeNull()
   })
 

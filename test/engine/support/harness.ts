@@ -77,7 +77,7 @@ export const eventTags = (events: ReadonlyArray<SourceEvent>) =>
   events.map((event) => {
     switch (event._tag) {
       case "ActiveTurnInterrupted":
-        return `ActiveTurnInterrupted:${event.provenance.cause}`
+        return `ActiveTurnInterrupted:${event.provenance.cause}${event.superseded === true ? ":superseded" : ""}`
       case "RunTerminal":
         return `RunTerminal:${event.state}`
       case "Quiet":
