@@ -2,6 +2,7 @@
 import { ForeignRun } from "../domain/ownership.ts"
 import type { RunStatus, RunSummary, StepView } from "../engine/engine.ts"
 import { InvalidWorkflowInput } from "../engine/errors.ts"
+import { redactText } from "../domain/redact.ts"
 import { clipCodePoints as clip } from "../domain/text-bounds.ts"
 import { MAX_ERROR_CHARS } from "./text-bounds.ts"
 import { duration, relative } from "./time-text.ts"
@@ -69,7 +70,8 @@ const MAX_STATUS_JSON = 16_000
 
 /** Status as text plus bounded JSON the model can read; `extra` goes right under the summary line. */
 export const describeStatus = (status: RunStatus, extra = ""): string => {
-  const json = JSON.stringify(status, null, 2)
+  // Redacted before the cut, so no credential is left as an unrecognisable prefix.
+  const json = redactText(JSON.stringify(status, null, 2))
   const clipped = clip(json, MAX_STATUS_JSON)
   const body = clipped === json ? json : `${clipped}\n…[truncated]`
   return `${describeRun(status)}${extra}\n${body}`

@@ -3,6 +3,8 @@
  * presentation per completed run. Pure builders; the Coordinator adds `turnIntentId` when the
  * message resolves a pending intent.
  */
+import { redactText } from "../domain/redact.ts"
+import { clipCodePoints } from "../domain/text-bounds.ts"
 import type { DeliveryOptions } from "../session/pi-session.ts"
 import type { CustomMessage } from "../session/pi-session.ts"
 
@@ -46,8 +48,8 @@ export const agentStepMessage = (step: AgentStep): CustomMessage => ({
   }
 })
 
-const clip = (text: string) =>
-  text.length <= MAX_PRESENTATION_CHARS ? text : `${text.slice(0, MAX_PRESENTATION_CHARS - 14)} …[truncated]`
+// Redacted before the cut: clipping first could leave a credential's prefix no rule recognises.
+const clip = (text: string) => clipCodePoints(redactText(text), MAX_PRESENTATION_CHARS, " …[truncated]")
 
 /** The default presentation text: the result as indented JSON. */
 export const defaultPresentation = (workflowName: string, runId: string, result: unknown): string =>

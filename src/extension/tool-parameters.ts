@@ -6,6 +6,7 @@
 import { StringEnum } from "@earendil-works/pi-ai"
 import { type Static, Type } from "typebox"
 import { quote } from "../app/text-bounds.ts"
+import { redactText } from "../domain/redact.ts"
 import { boundToolArguments } from "../app/tool-bounds.ts"
 import { TOOL_ACTIONS } from "../domain/message-types.ts"
 
@@ -61,7 +62,8 @@ export const preparationProblem = (args: unknown): string | null => {
  */
 export const prepareToolArguments = (args: unknown): ToolParameters => {
   const problem = preparationProblem(args)
-  if (problem !== null) throw new Error(problem)
+  // Pi shows this message to the model as the tool error: it passes the one redactor too.
+  if (problem !== null) throw new Error(redactText(problem))
   // Pi validates this against `toolParameters` next; the checks above only keep that
   // validation from failing unboundedly.
   return args as ToolParameters

@@ -141,6 +141,8 @@ describe("bounded tool errors", () => {
     expect(refusal({ action: "cancel", runId: ["r".repeat(1_000_000)] })).toBe(
       "workflow cancel: runId must be a string, not an array of 1 item"
     )
+    // The refusal reaches the model: a credential the model itself sent is not repeated.
+    expect(refusal({ action: "ghp_0123456789abcdefghijABCDEFGHIJ012345" })).not.toContain("ghp_0123")
     // What Pi accepts (or coerces, like a number for a string) passes through unchanged.
     const fine = { action: "cancel", runId: 5 }
     expect(prepareToolArguments(fine)).toBe(fine)
