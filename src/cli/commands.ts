@@ -9,6 +9,7 @@ import { Args, Command, Options } from "@effect/cli"
 import { Clock, Console, Data, Effect, Layer, Option } from "effect"
 import { isPostgresUrl, resolveDbPath } from "../extension/db-path.ts"
 import { Database, legacyLaunchFailures } from "../store/database.ts"
+import { endOwesNothing } from "../interruption/run-debts.ts"
 import { StoreFailure } from "../store/store-errors.ts"
 import { isNotADatabase, readability, readShape, refusal, StoreRefused } from "../store/store-shape.ts"
 import { RunState, RunStore } from "../store/run-store.ts"
@@ -306,13 +307,21 @@ const doctor = Command.make(
       yield* withStores(args.db, (path) =>
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
+          const runs = yield* RunStore
+          const pending = yield* (yield* TurnIntentStore).list({ state: "pending", limit: MAX_LIST_LIMIT })
+          const retiredRuns = new Set<string>()
+          for (const runId of new Set(pending.map((intent) => intent.runId))) {
+            const run = yield* runs.get(runId)
+            if (Option.isSome(run) && endOwesNothing(run.value)) retiredRuns.add(runId)
+          }
           const findings = diagnose({
             databasePath: path,
             now,
             staleMs: args.stale * 60_000,
             legacyPending: yield* legacyLaunchFailures,
-            pending: yield* (yield* TurnIntentStore).list({ state: "pending", limit: MAX_LIST_LIMIT }),
-            running: yield* (yield* RunStore).list({ state: "running", limit: 1_000 })
+            pending,
+            running: yield* runs.list({ state: "running", limit: 1_000 }),
+            retiredRuns
           })
           const ok = healthy(findings)
           if (args.json) {

@@ -18,6 +18,11 @@ export interface DoctorInput {
   readonly pending: ReadonlyArray<TurnIntent>
   /** Runs in state `running`. */
   readonly running: ReadonlyArray<RunRecord>
+  /**
+   * Runs the user cancelled directly: their pending intents are retired (never eligible, owed to
+   * nobody), which is their final state, not a stranding.
+   */
+  readonly retiredRuns: ReadonlySet<string>
 }
 
 export interface Finding {
@@ -55,6 +60,7 @@ const stale = (input: DoctorInput): Finding => {
     (intent) =>
       intent.eligibleAt === null &&
       intent.deliveryClaimToken === null &&
+      !input.retiredRuns.has(intent.runId) &&
       input.now - Date.parse(intent.requestedAt) > input.staleMs
   )
   return found.length === 0

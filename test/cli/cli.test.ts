@@ -146,6 +146,8 @@ describe("pi-workflow-turns (the bin)", () => {
     expect(result.stdout).toContain("move")
     expect(result.stdout).toMatch(/1 turn intent waited more than 10m/)
     expect(result.stdout).toContain("run-lost")
+    // Retired (the user cancelled its run), so not reported as stranded.
+    expect(result.stdout).not.toContain("run-user-cancelled")
     expect(result.stdout).toMatch(/delivery claim whose lease expired[\s\S]*run-claimed/)
     expect(result.stdout).toMatch(/stopped renewing[\s\S]*run-abandoned/)
     const json = JSON.parse((await cli(["doctor", "--db", staleDb, "--json"])).stdout)

@@ -110,7 +110,8 @@ describe("doctor's findings", () => {
     staleMs: 10 * 60_000,
     legacyPending: 0,
     pending: [],
-    running: []
+    running: [],
+    retiredRuns: new Set<string>()
   }
 
   it("an empty database is healthy", () => {
@@ -135,6 +136,11 @@ describe("doctor's findings", () => {
     expect(stale?.healthy).toBe(false)
     expect(stale?.summary).toMatch(/^1 turn intent waited more than 10m .* Open the session again in Pi/)
     expect(stale?.items).toEqual(["ti-1: run run-1, timedOut at hello, session s-1, requested 1h ago"])
+  })
+
+  it("an old intent of a run the user cancelled is retired, not stranded", () => {
+    const [, stale] = diagnose({ ...base, pending: [intent()], retiredRuns: new Set(["run-1"]) })
+    expect(stale?.healthy).toBe(true)
   })
 })
 

@@ -107,6 +107,12 @@ export const seedStale = Effect.gen(function* () {
     sampleIntent({ runId: "run-claimed", sourceEventId: "ev-c", targetSessionId: "s-2", eligible: true })
   )
   yield* intents.claimEligibleForSession({ targetSessionId: "s-2", limit: 1, token: "gone", leaseMs: 1_000 })
+  // The user cancelled this run directly: its pending intent is retired, not stranded.
+  yield* runs.reserve(newRun("run-user-cancelled", "s-4"))
+  yield* intents.ensure(
+    sampleIntent({ runId: "run-user-cancelled", sourceEventId: "ev-uc", targetSessionId: "s-4" })
+  )
+  yield* runs.cancel("run-user-cancelled", "user")
   yield* runs.reserve(newRun("run-abandoned", "s-3"))
   yield* runs.claim({ runId: "run-abandoned", token: "dead-runner", leaseMs: 1_000, mode: "activate" })
   yield* TestClock.adjust(5_000)
