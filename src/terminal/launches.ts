@@ -17,6 +17,7 @@ import {
   SUCCESSOR_REQUESTED_TYPE,
   TURN_TRIGGER_TYPE
 } from "../domain/message-types.ts"
+import { InvalidInput } from "../domain/errors.ts"
 import { Engine, type RunSummary } from "../engine/engine.ts"
 import { PRESENTATION_TYPE } from "../engine/messages.ts"
 import { WorkflowRegistry } from "../engine/registry.ts"
@@ -76,6 +77,20 @@ export const currentTerminalTurn = Effect.gen(function* () {
   return Option.some<TerminalTurn>({ runId, intentId: stringField(newest.details, "turnIntentId") })
 })
 
+/**
+ * A launch inside a terminal turn is keyed by its tool call (a repeated call finds its run), so
+ * one without a tool call ID is refused up front instead of failing in the store.
+ */
+const requireCallId = (terminal: TerminalTurn | null, toolCallId: string | null) =>
+  terminal !== null && toolCallId === null
+    ? Effect.fail(
+        new InvalidInput({
+          field: "toolCallId",
+          message: `a launch in the terminal turn of run ${terminal.runId} needs the tool call's ID; nothing was started`
+        })
+      )
+    : Effect.void
+
 export interface LaunchReply {
   readonly run: RunSummary
   readonly kind: LaunchKind
@@ -112,6 +127,7 @@ export const startWorkflow = (input: {
       const run = yield* start
       return { run, kind, repeated: false, terminalRunId: null } satisfies LaunchReply
     }
+    yield* requireCallId(turn.value, input.toolCallId)
     const reserved = yield* (yield* LaunchStore).reserve(
       { kind, lineage: null, terminal: turn.value, toolCallId: input.toolCallId },
       start
@@ -154,6 +170,7 @@ export const restartRun = (input: { readonly runId: string; readonly toolCallId:
     if (Either.isLeft(decided)) return yield* decided.left
     const turn = yield* currentTerminalTurn
     const terminal = Option.getOrNull(turn)
+    yield* requireCallId(terminal, input.toolCallId)
     const reserved = yield* launches.reserve(
       { kind: "restart", lineage: decided.right, terminal, toolCallId: input.toolCallId },
       engine.start({ workflow: run.workflowName, input: run.input, sessionId, origin: "tool" })

@@ -202,6 +202,28 @@ describe("restart", () => {
     )
   )
 
+  it.live("a launch in the terminal turn without a tool call ID is a typed refusal that starts nothing", () =>
+    withApp(
+      Effect.gen(function* () {
+        const first = yield* failOnce("crash")
+        const runsBefore = (yield* allRuns).length
+        for (const call of [
+          runTool({ _tag: "start", workflow: "monitor" }),
+          runTool({ _tag: "restart", runId: first })
+        ]) {
+          const refused = yield* call
+          expect(refused.isError).toBe(true)
+          expect(refused.details.error).toBe("InvalidInput")
+          expect(refused.text).toContain("needs the tool call's ID; nothing was started")
+        }
+        expect((yield* allRuns).length).toBe(runsBefore)
+        // The turn's one launch is still free.
+        const started = yield* runTool({ _tag: "restart", runId: first }, { toolCallId: "call-1" })
+        expect(started.isError).toBe(false)
+      })
+    )
+  )
+
   it.live("the same failure twice: the second restart is refused", () =>
     withApp(
       Effect.gen(function* () {
