@@ -93,7 +93,13 @@ export default function piWorkflowTurns(pi: ExtensionAPI): void {
 
   pi.registerCommand("workflow", {
     description: "Workflows: list | start <name> [json] | status [runId] | cancel [runId] | pause | resume",
-    handler: async (args, ctx) => (await app()).command(args, ctx)
+    handler: async (args, ctx) => (await app()).command(args, ctx),
+    // Completion never loads the application itself: before it is open, nothing is offered.
+    getArgumentCompletions: async (prefix) => {
+      if (loading === undefined) return null
+      const items = await (await loading).completions(prefix)
+      return items.length === 0 ? null : [...items]
+    }
   })
 
   pi.on("session_start", (_event, ctx) => {

@@ -10,6 +10,7 @@ import { dirname } from "node:path"
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
 import { Cause, Either, Exit, Layer, ManagedRuntime, Option } from "effect"
 import { runCommand } from "../app/command-actions.ts"
+import { type Completion, commandCompletions } from "../app/command-completions.ts"
 import { type AppServices, layerApp } from "../app/layers.ts"
 import type { Reply } from "../app/replies.ts"
 import { afterSettle, classifySettle, onSessionStart, onShutdown } from "../app/session-hooks.ts"
@@ -39,6 +40,8 @@ export type { ToolResult }
 export interface SessionApp {
   readonly tool: (params: unknown, ctx: ExtensionContext, toolCallId?: string) => Promise<ToolResult>
   readonly command: (args: string, ctx: ExtensionContext) => Promise<void>
+  /** Tab completion of `/workflow …` (subcommands, workflow names, run IDs). */
+  readonly completions: (prefix: string) => Promise<ReadonlyArray<Completion>>
   readonly sessionStart: (ctx: ExtensionContext) => Promise<void>
   readonly observe: (ctx: ExtensionContext) => void
   readonly settled: (aborted: boolean, ctx: ExtensionContext) => Promise<void>
@@ -128,6 +131,12 @@ export const createSessionApp = (pi: ExtensionAPI, settleMark?: SettleMark): Ses
         reply = await runtime.runPromise(runTool(input.right, toolCallId === undefined ? {} : { toolCallId }))
       })
       return shownToolResult(reply)
+    },
+
+    completions: async (prefix) => {
+      // Only once the session's runtime is open (it opens right after Pi's start-up).
+      if (app === undefined) return []
+      return app.runPromise(commandCompletions(prefix))
     },
 
     command: async (args, ctx) => {

@@ -3,7 +3,8 @@
  * terminal), the scripted model starts a workflow that fails, and the pane is captured once the
  * run's terminal turn (its fallback) arrived. The collapsed card shows workflow, state, run and
  * `restarts 0/3`, and none of the model-facing content (decision instructions, facts, the
- * restart call); the user's own final notification names the error.
+ * restart call); the user's own final notification names the error. Then `/workflow` argument
+ * completion: the subcommands with their descriptions, then the run IDs with workflow and state.
  * Skipped when tmux is not installed.
  */
 import { spawnSync } from "node:child_process"
@@ -90,5 +91,19 @@ describe.skipIf(!hasTmux)("the terminal turn card in interactive Pi (tmux captur
     expect(pane).not.toContain('"action": "restart"')
     // …while the model got all of it in the fallback's prompt.
     expect(mock.requestsMentioning("does not show that the user's task is done")).toHaveLength(1)
+    // `/workflow` completes its subcommands, then the project's run IDs (not file names).
+    const runId = /run (\S+-nightly-report-\S+) · restarts/.exec(pane)?.[1] ?? "?"
+    tmux("send-keys", "-t", session, "-l", "/workflow sta")
+    const menu = await captureUntil(session, (p) => p.includes("a run's state and steps"))
+    expect(menu).toContain("a run's state and steps")
+    expect(menu).toContain("start a workflow")
+    tmux("send-keys", "-t", session, "Tab")
+    const applied = await captureUntil(session, (p) => /\/workflow status\s*$/m.test(p))
+    tmux("send-keys", "-t", session, "-l", runId.slice(0, 4))
+    // The menu offers the run (its ID, cut to the menu's width) with its workflow and state.
+    const item = new RegExp(`→ ${runId.slice(0, 24)}\\S*\\s+nightly-report · failed`)
+    const ids = await captureUntil(session, (p) => item.test(p))
+    expect(ids).toMatch(item)
+    expect(applied).toMatch(/\/workflow status\s*$/m)
   }, 60_000)
 })
