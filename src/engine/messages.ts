@@ -42,6 +42,7 @@ export const agentStepMessage = (step: AgentStep): CustomMessage => ({
   details: {
     schema: AGENT_STEP_SCHEMA,
     runId: step.runId,
+    workflowName: step.workflowName,
     nodeId: step.nodeId,
     attemptId: step.attemptId,
     requestId: step.requestId

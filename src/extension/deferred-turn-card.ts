@@ -5,7 +5,7 @@
  * from the message details. Expanded: the complete model-facing content. Missing or malformed
  * details give a generic card, never an exception.
  */
-import { sanitizeBlock, sanitizeLine } from "./sanitize.ts"
+import { contentText, sanitizeBlock, sanitizeLine } from "./sanitize.ts"
 
 export { DEFERRED_TURN_TYPE } from "../domain/message-types.ts"
 
@@ -53,20 +53,6 @@ export type CardTone = "accent" | "muted" | "warning" | "text"
 export interface CardLine {
   readonly tone: CardTone
   readonly text: string
-}
-
-const contentText = (content: unknown): string => {
-  if (typeof content === "string") return content
-  if (Array.isArray(content)) {
-    return content
-      .map((part: unknown) =>
-        typeof part === "object" && part !== null && "text" in part && typeof part.text === "string"
-          ? part.text
-          : ""
-      )
-      .join("\n")
-  }
-  return ""
 }
 
 export const cardLines = (

@@ -1,28 +1,42 @@
 /**
- * Registers the workflow turn card with Pi's TUI (no effect in RPC/print modes): once for
- * deferred turns and once for presentations, whose terminal decision block would otherwise
- * fill the screen. Rendering only draws; it never adds an entry or starts a turn.
+ * Registers the extension's message cards with Pi's TUI (no effect in RPC/print modes): the
+ * workflow turn card for deferred turns and presentations (whose terminal decision block would
+ * otherwise fill the screen), the step card and the one-line notification, so no raw message
+ * type is ever shown. Rendering only draws; it never adds an entry or starts a turn.
  */
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent"
 import { Box, Text } from "@earendil-works/pi-tui"
-import { PRESENTATION_TYPE } from "../engine/messages.ts"
-import { type CardTone, cardLines, DEFERRED_TURN_TYPE } from "./deferred-turn-card.ts"
+import { NOTIFICATION_TYPE } from "../domain/message-types.ts"
+import { AGENT_STEP_TYPE, PRESENTATION_TYPE } from "../engine/messages.ts"
+import { type CardLine, type CardTone, cardLines, DEFERRED_TURN_TYPE } from "./deferred-turn-card.ts"
+import { notificationLines, stepCardLines } from "./step-cards.ts"
 
 /** The message types drawn as a card. */
 export const CARD_TYPES = [DEFERRED_TURN_TYPE, PRESENTATION_TYPE] as const
 
 type Renderer = Parameters<ExtensionAPI["registerMessageRenderer"]>[1]
 
-const render: Renderer = (message, { expanded, outputPad }, theme) => {
-  const paint = (tone: CardTone, text: string) => (tone === "text" ? text : theme.fg(tone, text))
-  const text = cardLines(message, expanded)
-    .map((line) => paint(line.tone, line.text))
-    .join("\n")
-  const box = new Box(outputPad, 1, (t: string) => theme.bg("customMessageBg", t))
-  box.addChild(new Text(text, 0, 0))
-  return box
-}
+type Lines = (message: Parameters<Renderer>[0], expanded: boolean) => ReadonlyArray<CardLine>
+
+const renderWith =
+  (lines: Lines): Renderer =>
+  (message, { expanded, outputPad }, theme) => {
+    const paint = (tone: CardTone, text: string) => (tone === "text" ? text : theme.fg(tone, text))
+    const text = lines(message, expanded)
+      .map((line) => paint(line.tone, line.text))
+      .join("\n")
+    const box = new Box(outputPad, 1, (t: string) => theme.bg("customMessageBg", t))
+    box.addChild(new Text(text, 0, 0))
+    return box
+  }
+
+/** Every message type the extension shows in the session, with the lines it is drawn as. */
+export const RENDERERS: ReadonlyArray<readonly [string, Lines]> = [
+  ...CARD_TYPES.map((type) => [type, cardLines] as const),
+  [AGENT_STEP_TYPE, stepCardLines],
+  [NOTIFICATION_TYPE, notificationLines]
+]
 
 export const registerDeferredTurnRenderer = (pi: ExtensionAPI): void => {
-  for (const type of CARD_TYPES) pi.registerMessageRenderer(type, render)
+  for (const [type, lines] of RENDERERS) pi.registerMessageRenderer(type, renderWith(lines))
 }

@@ -22,3 +22,16 @@ export const sanitizeLine = (value: unknown, max = 120): string => {
 
 /** Multi-line text: escapes, invisibles and credentials removed (newlines and tabs kept), bounded. */
 export const sanitizeBlock = (value: string, max = 64 * 1024): string => clipCodePoints(clean(value), max)
+
+/** The text of a message's content: a string, or the text parts of a content array. */
+export const contentText = (content: unknown): string => {
+  if (typeof content === "string") return content
+  if (!Array.isArray(content)) return ""
+  return content
+    .map((part: unknown) =>
+      typeof part === "object" && part !== null && "text" in part && typeof part.text === "string"
+        ? part.text
+        : ""
+    )
+    .join("\n")
+}

@@ -83,6 +83,9 @@ describe.skipIf(!hasTmux)("the terminal turn card in interactive Pi (tmux captur
     tmux("send-keys", "-t", session, "Enter")
     const pane = await captureUntil(session, (p) => p.includes("restarts 0/3") && p.includes("I stop here"))
     expect(pane).toMatch(/Workflow ended · nightly-report · failed/)
+    // Every message the extension sends has a renderer: no raw type name, the final notice is one line.
+    expect(pane).not.toContain("[pi-workflows-")
+    expect(pane).toMatch(/■ Workflow nightly-report \(run \S+\) failed after 1 step/)
     expect(pane).toMatch(/run \S+-nightly-report-\S+ · restarts 0\/3/)
     // Collapsed: the model-facing content stays out of the terminal.
     expect(pane).not.toContain("does not show that the user's task is done")
