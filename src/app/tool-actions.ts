@@ -41,7 +41,12 @@ const ownRun = (engine: EngineService, sessionId: string, runId: string | undefi
   Effect.gen(function* () {
     const target = yield* targetRun(engine, sessionId, runId)
     if (runId === undefined) return target
-    const found = yield* (yield* RunStore).get(target)
+    // A store that cannot answer (failing or throwing) does not block the action: a cancel must still abort this
+    // session's turn on its own run under a store fault (abort ordering), and a run this
+    // process holds is always this session's; any write the action needs meets the same fault.
+    const found = yield* (yield* RunStore)
+      .get(target)
+      .pipe(Effect.catchAllCause(() => Effect.succeed(Option.none())))
     const refusal = Option.isSome(found) ? foreignRun(found.value, sessionId, action) : null
     if (refusal !== null) return yield* refusal
     return target
