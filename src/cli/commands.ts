@@ -19,6 +19,8 @@ import { MAX_LIST_LIMIT, TurnIntentStore } from "../store/turn-intent-store.ts"
 import * as TurnIntentStoreSqlite from "../store/turn-intent-store-sqlite.ts"
 import { chainStatus } from "../terminal/launches.ts"
 import { diagnose, healthy } from "./doctor.ts"
+import { ambiguous, type Match, matchesOf } from "./lookup.ts"
+import { databasesBeside, missingDatabase } from "./nearby.ts"
 import { paint, type Style, wantsColour } from "./format.ts"
 import { intentsTable, runJson, runsTable, showIntent, showRun, stepJson } from "./views.ts"
 
@@ -41,7 +43,14 @@ const dbOption = Options.text("db").pipe(
   ),
   Options.optional
 )
-const jsonOption = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
+const jsonOption = Options.boolean("json").pipe(
+  Options.withDescription("print the records as JSON for scripts (every field, full IDs)")
+)
+const wideOption = Options.boolean("wide").pipe(
+  Options.withDescription(
+    "show every column in full (full IDs, session, creation time) instead of fitting 80 columns"
+  )
+)
 const sessionOption = Options.text("session").pipe(
   Options.withDescription("only this Pi session ID"),
   Options.optional
@@ -51,13 +60,16 @@ const limitOption = Options.integer("limit").pipe(
   Options.withDefault(50)
 )
 
-const style = Effect.map(
-  Clock.currentTimeMillis,
-  (now): Style => ({
-    now,
-    colour: wantsColour(process.stdout, process.env)
-  })
-)
+const styled = (wide: boolean) =>
+  Effect.map(
+    Clock.currentTimeMillis,
+    (now): Style => ({
+      now,
+      colour: wantsColour(process.stdout, process.env),
+      wide
+    })
+  )
+const style = styled(false)
 
 const printJson = (value: unknown) => Console.log(JSON.stringify(value, null, 2))
 
@@ -158,10 +170,12 @@ const withStores = <A, E>(
     const path = location
     const exists = yield* Effect.sync(() => fileExists(path))
     if (!exists) {
+      // The default file (keyed by this directory): name the databases beside it instead.
+      const byDirectory = Option.isNone(db) && (process.env.PI_WORKFLOWS_DB ?? "") === ""
       return yield* new CliFailure({
-        message:
-          `no controller database at ${path} (Pi has not run a workflow in this project yet; ` +
-          "pass --db PATH or set PI_WORKFLOWS_DB)",
+        message: byDirectory
+          ? missingDatabase(path, databasesBeside(path))
+          : `no controller database at ${path} (pass --db PATH or set PI_WORKFLOWS_DB)`,
         exitCode: 2
       })
     }
@@ -185,7 +199,8 @@ const intents = Command.make(
       Options.withDescription("only unresolved, fallback-eligible intents")
     ),
     resolved: Options.boolean("resolved").pipe(Options.withDescription("only resolved intents")),
-    limit: limitOption
+    limit: limitOption,
+    wide: wideOption
   },
   (args) =>
     Effect.gen(function* () {
@@ -208,12 +223,12 @@ const intents = Command.make(
               onNone: () => ({}),
               onSome: (targetSessionId) => ({ targetSessionId })
             }),
-            ...Option.match(args.run, { onNone: () => ({}), onSome: (runId) => ({ runId }) }),
+            ...(Option.isSome(args.run) ? { runId: yield* runIdOf(args.run.value) } : {}),
             state: chosen[0] ?? "all",
             limit: args.limit
           })
           if (args.json) return yield* printJson(found)
-          yield* Console.log(intentsTable(yield* style, found))
+          yield* Console.log(intentsTable(yield* styled(args.wide), found))
         })
       )
     })
@@ -229,7 +244,8 @@ const runs = Command.make(
       Options.withDescription("only runs in this state"),
       Options.optional
     ),
-    limit: limitOption
+    limit: limitOption,
+    wide: wideOption
   },
   (args) =>
     Effect.gen(function* () {
@@ -245,34 +261,77 @@ const runs = Command.make(
             limit: args.limit
           })
           if (args.json) return yield* printJson(found.map(runJson))
-          yield* Console.log(runsTable(yield* style, found))
+          yield* Console.log(runsTable(yield* styled(args.wide), found))
         })
       )
     })
 ).pipe(Command.withDescription("list workflow runs, newest first"))
 
+/** The intent or run an ID names: the whole ID, else a unique prefix of one (exit 1 none, 2 ambiguous). */
+const resolveId = (typed: string, tables: ReadonlyArray<"intents" | "runs"> = ["intents", "runs"]) =>
+  Effect.gen(function* () {
+    if (tables.includes("intents") && Option.isSome(yield* (yield* TurnIntentStore).get(typed))) {
+      return { _tag: "Intent", intentId: typed } satisfies Match
+    }
+    if (tables.includes("runs") && Option.isSome(yield* (yield* RunStore).get(typed))) {
+      return { _tag: "Run", runId: typed } satisfies Match
+    }
+    const found = typed === "" ? [] : yield* matchesOf(typed, tables)
+    const [only] = found
+    if (only === undefined) {
+      const kind = tables.length === 2 ? "turn intent or run" : tables[0] === "runs" ? "run" : "turn intent"
+      return yield* new CliFailure({ message: `no ${kind} with ID ${typed}`, exitCode: 1 })
+    }
+    if (found.length > 1) return yield* new CliFailure({ message: ambiguous(typed, found), exitCode: 2 })
+    return only
+  })
+
+/**
+ * A `--run` value: a unique prefix of a run's ID stands for that run; anything else is taken as
+ * typed (an intent may name a run that has no record, and then the listing is simply empty).
+ */
+const runIdOf = (typed: string) =>
+  resolveId(typed, ["runs"]).pipe(
+    Effect.map((match) => (match._tag === "Run" ? match.runId : typed)),
+    Effect.catchIf(
+      (error) => error instanceof CliFailure && error.exitCode === 1,
+      () => Effect.succeed(typed)
+    )
+  )
+
 const show = Command.make(
   "show",
-  { db: dbOption, json: jsonOption, id: Args.text({ name: "intentId|runId" }) },
+  {
+    db: dbOption,
+    json: jsonOption,
+    id: Args.text({ name: "intentId|runId" }).pipe(
+      Args.withDescription("a turn intent or run ID, or a unique prefix of one (the short ID a table shows)")
+    )
+  },
   (args) =>
     withStores(args.db, () =>
       Effect.gen(function* () {
         const intentStore = yield* TurnIntentStore
         const runStore = yield* RunStore
-        const intent = yield* intentStore.get(args.id)
-        if (Option.isSome(intent)) {
+        const match = yield* resolveId(args.id)
+        if (match._tag === "Intent") {
+          const intent = yield* intentStore.get(match.intentId)
+          if (Option.isNone(intent)) {
+            return yield* new CliFailure({ message: `no turn intent with ID ${match.intentId}`, exitCode: 1 })
+          }
           if (args.json) return yield* printJson({ intent: intent.value })
           return yield* Console.log(showIntent(yield* style, intent.value))
         }
-        const run = yield* runStore.get(args.id)
+        const runId = match.runId
+        const run = yield* runStore.get(runId)
         if (Option.isNone(run)) {
-          return yield* new CliFailure({ message: `no turn intent or run with ID ${args.id}`, exitCode: 1 })
+          return yield* new CliFailure({ message: `no run with ID ${runId}`, exitCode: 1 })
         }
-        const steps = yield* runStore.steps(args.id)
-        const raised = yield* intentStore.list({ runId: args.id, limit: MAX_LIST_LIMIT })
+        const steps = yield* runStore.steps(runId)
+        const raised = yield* intentStore.list({ runId, limit: MAX_LIST_LIMIT })
         // The restart chain (lineage and the terminal turn's launch); a file from before the
         // launch table has none.
-        const chain = yield* chainStatus(args.id).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
+        const chain = yield* chainStatus(runId).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
         if (args.json) {
           return yield* printJson({
             run: runJson(run.value),
