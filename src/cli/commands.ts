@@ -6,7 +6,7 @@
 import { existsSync, statSync } from "node:fs"
 import { resolve } from "node:path"
 import { Args, Command, Options } from "@effect/cli"
-import { Clock, Console, Data, Effect, Layer, Option } from "effect"
+import { Clock, Console, Data, Effect, Layer, Option, Schema } from "effect"
 import { isPostgresUrl, resolveDbPath } from "../extension/db-path.ts"
 import { Database, legacyLaunchFailures } from "../store/database.ts"
 import { endOwesNothing } from "../interruption/run-debts.ts"
@@ -234,14 +234,32 @@ const intents = Command.make(
     })
 ).pipe(Command.withDescription("list turn intents, oldest first"))
 
+const isRunState = Schema.is(RunState)
+
+/** `--state`'s value, or one line naming the flag, the choices and what was given (exit 2). */
+const stateOf = (typed: Option.Option<string>) =>
+  Option.match(typed, {
+    onNone: () => Effect.succeed(undefined),
+    onSome: (value) =>
+      isRunState(value)
+        ? Effect.succeed(value)
+        : Effect.fail(
+            new CliFailure({
+              message: `--state: expected one of ${RunState.literals.join(", ")}; got ${JSON.stringify(value)}`,
+              exitCode: 2
+            })
+          )
+  })
+
 const runs = Command.make(
   "runs",
   {
     db: dbOption,
     json: jsonOption,
     session: sessionOption,
-    state: Options.choice("state", RunState.literals).pipe(
-      Options.withDescription("only runs in this state"),
+    // Text, checked below, so a bad value's line names the flag and the choices.
+    state: Options.text("state").pipe(
+      Options.withDescription(`only runs in this state: ${RunState.literals.join(", ")}`),
       Options.optional
     ),
     limit: limitOption,
@@ -250,6 +268,7 @@ const runs = Command.make(
   (args) =>
     Effect.gen(function* () {
       yield* checkLimit(args.limit)
+      const state = yield* stateOf(args.state)
       yield* withStores(args.db, () =>
         Effect.gen(function* () {
           const found = yield* (yield* RunStore).list({
@@ -257,7 +276,7 @@ const runs = Command.make(
               onNone: () => ({}),
               onSome: (targetSessionId) => ({ targetSessionId })
             }),
-            ...Option.match(args.state, { onNone: () => ({}), onSome: (state) => ({ state }) }),
+            ...(state === undefined ? {} : { state }),
             limit: args.limit
           })
           if (args.json) return yield* printJson(found.map(runJson))

@@ -86,7 +86,12 @@ const stepsTable = (style: Style, steps: ReadonlyArray<StepRecord>): string =>
             cell(relative(style.now, step.startedAt)),
             cell(span(step.startedAt, step.endedAt) ?? "-"),
             cell(step.timeoutMs === null ? "-" : duration(step.timeoutMs)),
-            cell(clip(step.error ?? step.interrupted ?? "", 60))
+            // A timeout said from its structured limit, in the one duration format (not the stored text's ms).
+            cell(
+              step.outcome === "timed_out" && step.timeoutMs !== null
+                ? `timed out after ${duration(step.timeoutMs)}`
+                : clip(step.error ?? step.interrupted ?? "", 60)
+            )
           ]
         })
       )
@@ -108,7 +113,8 @@ export const showRun = (
     ],
     ["state", run.state, runTone(run.state)],
     ["node", run.currentNodeId ?? "-"],
-    ["steps", `${run.stepCount} of at most ${run.maxSteps}`],
+    // Counted steps are the settled ones; a visit still open or interrupted is listed below, not counted.
+    ["steps", `${run.stepCount} settled (the limit is ${run.maxSteps})`],
     ["session", `${run.targetSessionId} (started from a ${run.origin})`],
     ["created", stamp(style, run.createdAt)],
     ["started", stamp(style, run.startedAt)],

@@ -143,4 +143,13 @@ describe("pi-workflow-turns in a terminal", () => {
     )
     expect(byRun.map((i: { runId: string }) => i.runId)).toEqual([RUNS[2]])
   })
+
+  it("a bad --state names the flag, the choices and the value: one line, exit 2", async () => {
+    const result = await cli(["runs", "--db", db, "--state", "bogus"])
+    expect(result.code).toBe(2)
+    expectOneLine(result)
+    expect(result.stderr).toContain(
+      'pi-workflow-turns: --state: expected one of queued, running, waiting, completed, failed, timed_out, cancelled; got "bogus"'
+    )
+  })
 })

@@ -92,7 +92,9 @@ describe("pi-workflow-turns (the bin)", () => {
     expect(run.stdout).toMatch(/state:\s+completed/)
     expect(run.stdout).toMatch(/1\s+hello\s+timed_out/)
     expect(run.stdout).toMatch(/2\s+bye\s+ok/)
-    expect(run.stdout).toContain("step timed out after 1s")
+    // The timeout in the one duration format, from the step's limit; steps counted as settled.
+    expect(run.stdout).toContain("timed out after 1s")
+    expect(run.stdout).toMatch(/steps:\s+2 settled \(the limit is 10\)/)
     // The run's intents in its short form (a prefix of the digest).
     expect(run.stdout).toContain(
       resolvedIntentId.slice("deferred-turn:".length, "deferred-turn:".length + 12)
@@ -153,6 +155,9 @@ describe("pi-workflow-turns (the bin)", () => {
     expect(result.stdout).not.toContain("run-user-cancelled")
     expect(result.stdout).toMatch(/delivery claim whose lease expired[\s\S]*run-claimed/)
     expect(result.stdout).toMatch(/stopped renewing[\s\S]*run-abandoned/)
+    // Singular agreement: one of each.
+    expect(result.stdout).toContain("1 run is claimed by a runner")
+    expect(result.stdout).toContain("1 turn intent still carries a delivery claim")
     const json = JSON.parse((await cli(["doctor", "--db", staleDb, "--json"])).stdout)
     expect(json.healthy).toBe(false)
     expect(json.findings.filter((f: { healthy: boolean }) => !f.healthy)).toHaveLength(4)
