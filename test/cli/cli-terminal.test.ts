@@ -152,4 +152,14 @@ describe("pi-workflow-turns in a terminal", () => {
       'pi-workflow-turns: --state: expected one of queued, running, waiting, completed, failed, timed_out, cancelled; got "bogus"'
     )
   })
+
+  it("runs --help names each option with its own description, without generic lines or built-ins", async () => {
+    const help = await cli(["runs", "--help"])
+    expect(help.code).toBe(0)
+    expect(help.stdout).toMatch(/--state text\n\s+only runs in this state: queued, running/)
+    expect(help.stdout).toMatch(/--wide\n\s+show every column in full/)
+    expect(help.stdout).toMatch(/--limit integer\n\s+at most this many rows/)
+    expect(help.stdout).not.toContain("A true or false value.")
+    expect(help.stdout).not.toContain("--wizard")
+  })
 })
