@@ -6,7 +6,7 @@
 import { existsSync, statSync } from "node:fs"
 import { resolve } from "node:path"
 import { Args, Command, Options } from "@effect/cli"
-import { Clock, Console, Data, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Console, Effect, Layer, Option, Schema } from "effect"
 import { isPostgresUrl, resolveDbPath } from "../extension/db-path.ts"
 import { Database, legacyLaunchFailures } from "../store/database.ts"
 import { endOwesNothing } from "../interruption/run-debts.ts"
@@ -19,16 +19,13 @@ import { MAX_LIST_LIMIT, TurnIntentStore } from "../store/turn-intent-store.ts"
 import * as TurnIntentStoreSqlite from "../store/turn-intent-store-sqlite.ts"
 import { chainStatus } from "../terminal/launches.ts"
 import { diagnose, healthy } from "./doctor.ts"
-import { ambiguous, type Match, matchesOf } from "./lookup.ts"
+import { CliFailure } from "./failure.ts"
+import { resolveId, runIdOf } from "./lookup.ts"
 import { databasesBeside, missingDatabase } from "./nearby.ts"
 import { paint, type Style, wantsColour } from "./format.ts"
 import { intentsTable, runJson, runsTable, showIntent, showRun, stepJson } from "./views.ts"
 
-/** A CLI-level failure: one line for the operator, and the exit code. */
-export class CliFailure extends Data.TaggedError("CliFailure")<{
-  readonly message: string
-  readonly exitCode: number
-}> {}
+export { CliFailure } from "./failure.ts"
 
 /**
  * How long a read waits for a lock. WAL readers never wait for a writer, so this only matters
@@ -285,38 +282,6 @@ const runs = Command.make(
       )
     })
 ).pipe(Command.withDescription("list workflow runs, newest first"))
-
-/** The intent or run an ID names: the whole ID, else a unique prefix of one (exit 1 none, 2 ambiguous). */
-const resolveId = (typed: string, tables: ReadonlyArray<"intents" | "runs"> = ["intents", "runs"]) =>
-  Effect.gen(function* () {
-    if (tables.includes("intents") && Option.isSome(yield* (yield* TurnIntentStore).get(typed))) {
-      return { _tag: "Intent", intentId: typed } satisfies Match
-    }
-    if (tables.includes("runs") && Option.isSome(yield* (yield* RunStore).get(typed))) {
-      return { _tag: "Run", runId: typed } satisfies Match
-    }
-    const found = typed === "" ? [] : yield* matchesOf(typed, tables)
-    const [only] = found
-    if (only === undefined) {
-      const kind = tables.length === 2 ? "turn intent or run" : tables[0] === "runs" ? "run" : "turn intent"
-      return yield* new CliFailure({ message: `no ${kind} with ID ${typed}`, exitCode: 1 })
-    }
-    if (found.length > 1) return yield* new CliFailure({ message: ambiguous(typed, found), exitCode: 2 })
-    return only
-  })
-
-/**
- * A `--run` value: a unique prefix of a run's ID stands for that run; anything else is taken as
- * typed (an intent may name a run that has no record, and then the listing is simply empty).
- */
-const runIdOf = (typed: string) =>
-  resolveId(typed, ["runs"]).pipe(
-    Effect.map((match) => (match._tag === "Run" ? match.runId : typed)),
-    Effect.catchIf(
-      (error) => error instanceof CliFailure && error.exitCode === 1,
-      () => Effect.succeed(typed)
-    )
-  )
 
 const show = Command.make(
   "show",

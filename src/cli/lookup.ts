@@ -4,7 +4,10 @@
  * (`substr`, the same on SQLite and PostgreSQL), at most `CANDIDATES + 1` rows each.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import { RunStore } from "../store/run-store.ts"
+import { TurnIntentStore } from "../store/turn-intent-store.ts"
+import { CliFailure } from "./failure.ts"
 import { asStoreFailure } from "../store/store-errors.ts"
 import { intentPrefixesOf } from "./short-ids.ts"
 
@@ -54,3 +57,35 @@ export const ambiguous = (typed: string, found: ReadonlyArray<Match>): string =>
   const more = found.length > CANDIDATES ? ", …" : ""
   return `the ID prefix "${typed}" is ambiguous: it matches ${named.join(", ")}${more}; give more of the ID`
 }
+
+/** The intent or run an ID names: the whole ID, else a unique prefix of one (exit 1 none, 2 ambiguous). */
+export const resolveId = (typed: string, tables: ReadonlyArray<"intents" | "runs"> = ["intents", "runs"]) =>
+  Effect.gen(function* () {
+    if (tables.includes("intents") && Option.isSome(yield* (yield* TurnIntentStore).get(typed))) {
+      return { _tag: "Intent", intentId: typed } satisfies Match
+    }
+    if (tables.includes("runs") && Option.isSome(yield* (yield* RunStore).get(typed))) {
+      return { _tag: "Run", runId: typed } satisfies Match
+    }
+    const found = typed === "" ? [] : yield* matchesOf(typed, tables)
+    const [only] = found
+    if (only === undefined) {
+      const kind = tables.length === 2 ? "turn intent or run" : tables[0] === "runs" ? "run" : "turn intent"
+      return yield* new CliFailure({ message: `no ${kind} with ID ${typed}`, exitCode: 1 })
+    }
+    if (found.length > 1) return yield* new CliFailure({ message: ambiguous(typed, found), exitCode: 2 })
+    return only
+  })
+
+/**
+ * A `--run` value: a unique prefix of a run's ID stands for that run; anything else is taken as
+ * typed (an intent may name a run that has no record, and then the listing is simply empty).
+ */
+export const runIdOf = (typed: string) =>
+  resolveId(typed, ["runs"]).pipe(
+    Effect.map((match) => (match._tag === "Run" ? match.runId : typed)),
+    Effect.catchIf(
+      (error) => error instanceof CliFailure && error.exitCode === 1,
+      () => Effect.succeed(typed)
+    )
+  )
