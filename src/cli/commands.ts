@@ -6,7 +6,7 @@
 import { existsSync, statSync } from "node:fs"
 import { resolve } from "node:path"
 import { Args, Command, Options } from "@effect/cli"
-import { Clock, Console, Data, Effect, Layer, Option } from "effect"
+import { Clock, Console, Effect, Layer, Option, Schema } from "effect"
 import { isPostgresUrl, resolveDbPath } from "../extension/db-path.ts"
 import { Database, legacyLaunchFailures } from "../store/database.ts"
 import { endOwesNothing } from "../interruption/run-debts.ts"
@@ -19,14 +19,13 @@ import { MAX_LIST_LIMIT, TurnIntentStore } from "../store/turn-intent-store.ts"
 import * as TurnIntentStoreSqlite from "../store/turn-intent-store-sqlite.ts"
 import { chainStatus } from "../terminal/launches.ts"
 import { diagnose, healthy } from "./doctor.ts"
+import { CliFailure } from "./failure.ts"
+import { resolveId, runIdOf } from "./lookup.ts"
+import { databasesBeside, missingDatabase } from "./nearby.ts"
 import { paint, type Style, wantsColour } from "./format.ts"
 import { intentsTable, runJson, runsTable, showIntent, showRun, stepJson } from "./views.ts"
 
-/** A CLI-level failure: one line for the operator, and the exit code. */
-export class CliFailure extends Data.TaggedError("CliFailure")<{
-  readonly message: string
-  readonly exitCode: number
-}> {}
+export { CliFailure } from "./failure.ts"
 
 /**
  * How long a read waits for a lock. WAL readers never wait for a writer, so this only matters
@@ -41,7 +40,14 @@ const dbOption = Options.text("db").pipe(
   ),
   Options.optional
 )
-const jsonOption = Options.boolean("json").pipe(Options.withDescription("print JSON for scripts"))
+const jsonOption = Options.boolean("json").pipe(
+  Options.withDescription("print the records as JSON for scripts (every field, full IDs)")
+)
+const wideOption = Options.boolean("wide").pipe(
+  Options.withDescription(
+    "show every column in full (full IDs, session, creation time) instead of fitting 80 columns"
+  )
+)
 const sessionOption = Options.text("session").pipe(
   Options.withDescription("only this Pi session ID"),
   Options.optional
@@ -51,13 +57,16 @@ const limitOption = Options.integer("limit").pipe(
   Options.withDefault(50)
 )
 
-const style = Effect.map(
-  Clock.currentTimeMillis,
-  (now): Style => ({
-    now,
-    colour: wantsColour(process.stdout, process.env)
-  })
-)
+const styled = (wide: boolean) =>
+  Effect.map(
+    Clock.currentTimeMillis,
+    (now): Style => ({
+      now,
+      colour: wantsColour(process.stdout, process.env),
+      wide
+    })
+  )
+const style = styled(false)
 
 const printJson = (value: unknown) => Console.log(JSON.stringify(value, null, 2))
 
@@ -158,10 +167,12 @@ const withStores = <A, E>(
     const path = location
     const exists = yield* Effect.sync(() => fileExists(path))
     if (!exists) {
+      // The default file (keyed by this directory): name the databases beside it instead.
+      const byDirectory = Option.isNone(db) && (process.env.PI_WORKFLOWS_DB ?? "") === ""
       return yield* new CliFailure({
-        message:
-          `no controller database at ${path} (Pi has not run a workflow in this project yet; ` +
-          "pass --db PATH or set PI_WORKFLOWS_DB)",
+        message: byDirectory
+          ? missingDatabase(path, databasesBeside(path))
+          : `no controller database at ${path} (pass --db PATH or set PI_WORKFLOWS_DB)`,
         exitCode: 2
       })
     }
@@ -185,7 +196,8 @@ const intents = Command.make(
       Options.withDescription("only unresolved, fallback-eligible intents")
     ),
     resolved: Options.boolean("resolved").pipe(Options.withDescription("only resolved intents")),
-    limit: limitOption
+    limit: limitOption,
+    wide: wideOption
   },
   (args) =>
     Effect.gen(function* () {
@@ -208,16 +220,33 @@ const intents = Command.make(
               onNone: () => ({}),
               onSome: (targetSessionId) => ({ targetSessionId })
             }),
-            ...Option.match(args.run, { onNone: () => ({}), onSome: (runId) => ({ runId }) }),
+            ...(Option.isSome(args.run) ? { runId: yield* runIdOf(args.run.value) } : {}),
             state: chosen[0] ?? "all",
             limit: args.limit
           })
           if (args.json) return yield* printJson(found)
-          yield* Console.log(intentsTable(yield* style, found))
+          yield* Console.log(intentsTable(yield* styled(args.wide), found))
         })
       )
     })
 ).pipe(Command.withDescription("list turn intents, oldest first"))
+
+const isRunState = Schema.is(RunState)
+
+/** `--state`'s value, or one line naming the flag, the choices and what was given (exit 2). */
+const stateOf = (typed: Option.Option<string>) =>
+  Option.match(typed, {
+    onNone: () => Effect.succeed(undefined),
+    onSome: (value) =>
+      isRunState(value)
+        ? Effect.succeed(value)
+        : Effect.fail(
+            new CliFailure({
+              message: `--state: expected one of ${RunState.literals.join(", ")}; got ${JSON.stringify(value)}`,
+              exitCode: 2
+            })
+          )
+  })
 
 const runs = Command.make(
   "runs",
@@ -225,15 +254,18 @@ const runs = Command.make(
     db: dbOption,
     json: jsonOption,
     session: sessionOption,
-    state: Options.choice("state", RunState.literals).pipe(
-      Options.withDescription("only runs in this state"),
+    // Text, checked below, so a bad value's line names the flag and the choices.
+    state: Options.text("state").pipe(
+      Options.withDescription(`only runs in this state: ${RunState.literals.join(", ")}`),
       Options.optional
     ),
-    limit: limitOption
+    limit: limitOption,
+    wide: wideOption
   },
   (args) =>
     Effect.gen(function* () {
       yield* checkLimit(args.limit)
+      const state = yield* stateOf(args.state)
       yield* withStores(args.db, () =>
         Effect.gen(function* () {
           const found = yield* (yield* RunStore).list({
@@ -241,11 +273,11 @@ const runs = Command.make(
               onNone: () => ({}),
               onSome: (targetSessionId) => ({ targetSessionId })
             }),
-            ...Option.match(args.state, { onNone: () => ({}), onSome: (state) => ({ state }) }),
+            ...(state === undefined ? {} : { state }),
             limit: args.limit
           })
           if (args.json) return yield* printJson(found.map(runJson))
-          yield* Console.log(runsTable(yield* style, found))
+          yield* Console.log(runsTable(yield* styled(args.wide), found))
         })
       )
     })
@@ -253,26 +285,37 @@ const runs = Command.make(
 
 const show = Command.make(
   "show",
-  { db: dbOption, json: jsonOption, id: Args.text({ name: "intentId|runId" }) },
+  {
+    db: dbOption,
+    json: jsonOption,
+    id: Args.text({ name: "intentId|runId" }).pipe(
+      Args.withDescription("a turn intent or run ID, or a unique prefix of one (the short ID a table shows)")
+    )
+  },
   (args) =>
     withStores(args.db, () =>
       Effect.gen(function* () {
         const intentStore = yield* TurnIntentStore
         const runStore = yield* RunStore
-        const intent = yield* intentStore.get(args.id)
-        if (Option.isSome(intent)) {
+        const match = yield* resolveId(args.id)
+        if (match._tag === "Intent") {
+          const intent = yield* intentStore.get(match.intentId)
+          if (Option.isNone(intent)) {
+            return yield* new CliFailure({ message: `no turn intent with ID ${match.intentId}`, exitCode: 1 })
+          }
           if (args.json) return yield* printJson({ intent: intent.value })
           return yield* Console.log(showIntent(yield* style, intent.value))
         }
-        const run = yield* runStore.get(args.id)
+        const runId = match.runId
+        const run = yield* runStore.get(runId)
         if (Option.isNone(run)) {
-          return yield* new CliFailure({ message: `no turn intent or run with ID ${args.id}`, exitCode: 1 })
+          return yield* new CliFailure({ message: `no run with ID ${runId}`, exitCode: 1 })
         }
-        const steps = yield* runStore.steps(args.id)
-        const raised = yield* intentStore.list({ runId: args.id, limit: MAX_LIST_LIMIT })
+        const steps = yield* runStore.steps(runId)
+        const raised = yield* intentStore.list({ runId, limit: MAX_LIST_LIMIT })
         // The restart chain (lineage and the terminal turn's launch); a file from before the
         // launch table has none.
-        const chain = yield* chainStatus(args.id).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
+        const chain = yield* chainStatus(runId).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
         if (args.json) {
           return yield* printJson({
             run: runJson(run.value),

@@ -35,6 +35,8 @@ export interface Finding {
 }
 
 const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? "" : "s"}`
+/** The verb that agrees with `count` things: `is`/`are`, `carries`/`carry`. */
+const agree = (count: number, one: string, many: string) => (count === 1 ? one : many)
 
 const legacy = (input: DoctorInput): Finding =>
   input.legacyPending === 0
@@ -95,7 +97,7 @@ const expiredClaims = (input: DoctorInput): Finding => {
         check: "expiredIntentClaims",
         healthy: false,
         summary:
-          `${plural(found.length, "turn intent")} still carry a delivery claim whose lease expired: the deliverer ` +
+          `${plural(found.length, "turn intent")} still ${agree(found.length, "carries", "carry")} a delivery claim whose lease expired: the deliverer ` +
           "stopped mid-delivery. The next fallback pass in that session takes them over; open the session in Pi.",
         items: found.map(
           (intent) =>
@@ -120,7 +122,7 @@ const abandoned = (input: DoctorInput): Finding => {
         check: "abandonedRuns",
         healthy: false,
         summary:
-          `${plural(found.length, "run")} are claimed by a runner that stopped renewing its lease. ` +
+          `${plural(found.length, "run")} ${agree(found.length, "is", "are")} claimed by a runner that stopped renewing its lease. ` +
           "Open the session in Pi (recovery takes them over at start) or run `/workflow resume <runId>` there.",
         items: found.map(
           (run) =>

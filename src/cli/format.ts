@@ -23,7 +23,12 @@ const RESET = "\u001b[0m"
 export interface Style {
   readonly colour: boolean
   readonly now: number
+  /** Every column in full (`--wide`); otherwise tables fit `WIDTH` columns. */
+  readonly wide?: boolean
 }
+
+/** The terminal width tables fit by default. */
+export const WIDTH = 80
 
 export const paint = (style: Style, tone: Tone, text: string): string =>
   !style.colour || tone === "plain" || text === "" ? text : `${ANSI[tone]}${text}${RESET}`
@@ -79,4 +84,37 @@ export const fields = (style: Style, entries: ReadonlyArray<readonly [string, st
         `${paint(style, "dim", `${key}:`.padEnd(width + 1))} ${paint(style, tone ?? "plain", redactText(value))}`
     )
     .join("\n")
+}
+
+/**
+ * Rows whose flexible columns (index → the narrowest it may get) are cut with an ellipsis, the
+ * widest first, until a table line fits `width`; the other columns are kept whole.
+ */
+export const fitted = (
+  headers: ReadonlyArray<string>,
+  rows: ReadonlyArray<ReadonlyArray<Cell>>,
+  flexible: ReadonlyMap<number, number>,
+  width = WIDTH
+): ReadonlyArray<ReadonlyArray<Cell>> => {
+  const length = (text: string) => [...text].length
+  const widths = headers.map((header, i) =>
+    Math.max(length(header), ...rows.map((row) => length(row[i]?.text ?? "")))
+  )
+  const total = () => widths.reduce((sum, w) => sum + w, 0) + 2 * (widths.length - 1)
+  while (total() > width) {
+    let widest = -1
+    for (const [i, min] of flexible) {
+      const w = widths[i] ?? 0
+      if (w > Math.max(min, length(headers[i] ?? "")) && (widest < 0 || w > (widths[widest] ?? 0))) widest = i
+    }
+    if (widest < 0) break
+    widths[widest] = (widths[widest] ?? 1) - 1
+  }
+  return rows.map((row) =>
+    row.map((c, i) =>
+      flexible.has(i) && length(c.text) > (widths[i] ?? 0)
+        ? { ...c, text: clipCodePoints(c.text, Math.max(2, widths[i] ?? 2)) }
+        : c
+    )
+  )
 }

@@ -4,7 +4,7 @@
  * does not exist), 2 for bad input or a database that cannot be read, 70 for a bug. Never a
  * stack trace.
  */
-import { Command, ValidationError } from "@effect/cli"
+import { CliConfig, Command, ValidationError } from "@effect/cli"
 import { FileSystem, Path, Terminal } from "@effect/platform"
 import { Cause, Console, Effect, Exit, Layer, Option } from "effect"
 import { CliFailure, root } from "./commands.ts"
@@ -28,6 +28,22 @@ const say = (message: string) => {
   if (message !== "") process.stderr.write(`${NAME}: ${shown(oneLine(message))}\n`)
 }
 
+/** @effect/cli's generic lines under every option in help; each option's own description stays. */
+const GENERIC = new Set([
+  "A user-defined piece of text.",
+  "A true or false value.",
+  "An integer.",
+  "This setting is optional."
+])
+const withoutGeneric = (text: string): string =>
+  text.includes("\n")
+    ? text
+        .split("\n")
+        .filter((line) => !GENERIC.has(stripAnsi(line).trim()))
+        .join("\n")
+        .replace(/\n{3,}/g, "\n\n")
+    : text
+
 /**
  * @effect/cli prints parse errors through Console.error as a help document: keep it one line.
  * Its help text is always styled; keep the styling for a terminal only.
@@ -38,8 +54,8 @@ const oneLineErrors = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       ...current,
       log: (...args: ReadonlyArray<unknown>) =>
         process.stdout.isTTY === true
-          ? current.log(...args.map((a) => shown(String(a))))
-          : current.log(...args.map((a) => shown(stripAnsi(String(a))))),
+          ? current.log(...args.map((a) => shown(withoutGeneric(String(a)))))
+          : current.log(...args.map((a) => shown(withoutGeneric(stripAnsi(String(a)))))),
       error: (...args: ReadonlyArray<unknown>) => Effect.sync(() => say(args.map(String).join(" ")))
     })
   )
@@ -53,7 +69,10 @@ const terminal = Terminal.Terminal.of({
   readLine: Effect.dieMessage("pi-workflow-turns does not read interactive input"),
   display: (text) => Effect.sync(() => void process.stdout.write(shown(text)))
 })
+// Help shows each command's own options with their descriptions: no generic type lines ("A true
+// or false value.") and no built-in options (--wizard, --completions, --log-level) in the list.
 const environment = Layer.mergeAll(
+  CliConfig.layer({ showBuiltIns: false, showTypes: false }),
   FileSystem.layerNoop({}),
   Path.layer,
   Layer.succeed(Terminal.Terminal, terminal)

@@ -4,7 +4,7 @@
  */
 import { Option } from "effect"
 import type { TurnIntent } from "../domain/turn-intent.ts"
-import type { RunRecord, RunState, StepRecord } from "../store/run-store.ts"
+import type { RunRecord, StepRecord } from "../store/run-store.ts"
 import {
   type Cell,
   cell,
@@ -17,67 +17,9 @@ import {
   type Tone,
   table
 } from "./format.ts"
+import { intentStage, intentsTable, runTone } from "./tables.ts"
 
-/** Where an intent is in its life, as one word or phrase. */
-export const intentStage = (
-  intent: TurnIntent,
-  now: number
-): { readonly text: string; readonly tone: Tone } => {
-  if (intent.resolution !== null) return { text: `resolved (${intent.resolution})`, tone: "good" }
-  if (intent.deliveryClaimToken !== null) {
-    return (intent.deliveryClaimExpiresAt ?? 0) > now
-      ? { text: "claimed", tone: "warn" }
-      : { text: "claim expired", tone: "bad" }
-  }
-  return intent.eligibleAt !== null ? { text: "eligible", tone: "warn" } : { text: "pending", tone: "warn" }
-}
-
-export const runTone = (state: RunState): Tone =>
-  state === "completed"
-    ? "good"
-    : state === "failed" || state === "timed_out" || state === "cancelled"
-      ? "bad"
-      : "warn"
-
-export const intentsTable = (style: Style, intents: ReadonlyArray<TurnIntent>): string => {
-  if (intents.length === 0) return "no turn intents match"
-  return table(
-    style,
-    ["INTENT", "RUN", "CAUSE", "NODE", "STAGE", "REQUESTED", "SESSION"],
-    intents.map((intent): ReadonlyArray<Cell> => {
-      const stage = intentStage(intent, style.now)
-      return [
-        cell(intent.intentId),
-        cell(intent.runId),
-        cell(intent.cause),
-        cell(clip(intent.nodeId ?? "-", 24)),
-        cell(stage.text, stage.tone),
-        cell(relative(style.now, intent.requestedAt)),
-        cell(intent.targetSessionId)
-      ]
-    })
-  )
-}
-
-export const runsTable = (style: Style, runs: ReadonlyArray<RunRecord>): string => {
-  if (runs.length === 0) return "no workflow runs match"
-  return table(
-    style,
-    ["RUN", "WORKFLOW", "STATE", "NODE", "STEPS", "CREATED", "UPDATED", "SESSION"],
-    runs.map(
-      (run): ReadonlyArray<Cell> => [
-        cell(run.runId),
-        cell(clip(run.workflowName, 32)),
-        cell(run.state, runTone(run.state)),
-        cell(clip(run.currentNodeId ?? "-", 24)),
-        cell(`${run.stepCount}/${run.maxSteps}`),
-        cell(relative(style.now, run.createdAt)),
-        cell(relative(style.now, run.updatedAt)),
-        cell(run.targetSessionId)
-      ]
-    )
-  )
-}
+export { intentStage, intentsTable, runsTable, runTone } from "./tables.ts"
 
 const stamp = (style: Style, at: string | null): string =>
   at === null ? "-" : `${at} (${relative(style.now, at)})`
@@ -144,7 +86,12 @@ const stepsTable = (style: Style, steps: ReadonlyArray<StepRecord>): string =>
             cell(relative(style.now, step.startedAt)),
             cell(span(step.startedAt, step.endedAt) ?? "-"),
             cell(step.timeoutMs === null ? "-" : duration(step.timeoutMs)),
-            cell(clip(step.error ?? step.interrupted ?? "", 60))
+            // A timeout said from its structured limit, in the one duration format (not the stored text's ms).
+            cell(
+              step.outcome === "timed_out" && step.timeoutMs !== null
+                ? `timed out after ${duration(step.timeoutMs)}`
+                : clip(step.error ?? step.interrupted ?? "", 60)
+            )
           ]
         })
       )
@@ -166,7 +113,8 @@ export const showRun = (
     ],
     ["state", run.state, runTone(run.state)],
     ["node", run.currentNodeId ?? "-"],
-    ["steps", `${run.stepCount} of at most ${run.maxSteps}`],
+    // Counted steps are the settled ones; a visit still open or interrupted is listed below, not counted.
+    ["steps", `${run.stepCount} settled (the limit is ${run.maxSteps})`],
     ["session", `${run.targetSessionId} (started from a ${run.origin})`],
     ["created", stamp(style, run.createdAt)],
     ["started", stamp(style, run.startedAt)],

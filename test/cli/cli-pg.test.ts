@@ -105,6 +105,18 @@ describe("the CLI on PostgreSQL", () => {
     expect(await snapshot(url)).toEqual(before)
   })
 
+  it("show takes a unique ID prefix on PostgreSQL too; an ambiguous one is exit 2", async () => {
+    const run = await cli(["show", "run-d", "--db", url])
+    expect(run.code).toBe(0)
+    expect(run.stdout).toMatch(/run:\s+run-done/)
+    const ambiguous = await cli(["show", "run-", "--db", url])
+    expect(ambiguous.code).toBe(2)
+    expectOneLine(ambiguous)
+    expect(ambiguous.stderr).toContain(
+      'the ID prefix "run-" is ambiguous: it matches run run-done, run run-live'
+    )
+  })
+
   it("doctor via PI_WORKFLOWS_DB=postgres://…: healthy, exit 0, the URL shown", async () => {
     const doctor = await cli(["doctor"], { PI_WORKFLOWS_DB: url })
     expect(doctor.stderr).toBe("")
