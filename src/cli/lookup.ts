@@ -3,12 +3,11 @@
  * from a table). Exact IDs are read by the stores; prefixes by one bounded query per table
  * (`substr`, the same on SQLite and PostgreSQL), at most `CANDIDATES + 1` rows each.
  */
-import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option } from "effect"
 import { RunStore } from "../store/run-store.ts"
 import { TurnIntentStore } from "../store/turn-intent-store.ts"
 import { CliFailure } from "./failure.ts"
-import { asStoreFailure } from "../store/store-errors.ts"
+import { IdPrefixes } from "../store/id-prefixes.ts"
 import { intentPrefixesOf } from "./short-ids.ts"
 
 /** Candidates named in an "ambiguous" error. */
@@ -18,25 +17,14 @@ export type Match =
   | { readonly _tag: "Intent"; readonly intentId: string }
   | { readonly _tag: "Run"; readonly runId: string }
 
-const idsWithPrefix = (sql: SqlClient.SqlClient, table: "intents" | "runs", prefix: string) =>
-  (table === "intents"
-    ? sql<{ readonly id: string }>`SELECT intent_id AS id FROM workflow_turn_intents
-        WHERE substr(intent_id, 1, ${prefix.length}) = ${prefix} ORDER BY intent_id LIMIT ${CANDIDATES + 1}`
-    : sql<{ readonly id: string }>`SELECT run_id AS id FROM workflow_runs
-        WHERE substr(run_id, 1, ${prefix.length}) = ${prefix} ORDER BY run_id LIMIT ${CANDIDATES + 1}`
-  ).pipe(
-    Effect.map((rows) => rows.map((row) => String(row.id))),
-    asStoreFailure("list")
-  )
-
 /** The intents and runs whose IDs start with `typed` (bounded; more than one means ambiguous). */
 export const matchesOf = (typed: string, tables: ReadonlyArray<"intents" | "runs"> = ["intents", "runs"]) =>
   Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
+    const sql = yield* IdPrefixes
     const found: Array<Match> = []
     if (tables.includes("intents")) {
       for (const prefix of intentPrefixesOf(typed)) {
-        for (const intentId of yield* idsWithPrefix(sql, "intents", prefix)) {
+        for (const intentId of yield* sql.idsWithPrefix("intents", prefix, CANDIDATES + 1)) {
           if (!found.some((m) => m._tag === "Intent" && m.intentId === intentId)) {
             found.push({ _tag: "Intent", intentId })
           }
@@ -44,7 +32,8 @@ export const matchesOf = (typed: string, tables: ReadonlyArray<"intents" | "runs
       }
     }
     if (tables.includes("runs")) {
-      for (const runId of yield* idsWithPrefix(sql, "runs", typed)) found.push({ _tag: "Run", runId })
+      for (const runId of yield* sql.idsWithPrefix("runs", typed, CANDIDATES + 1))
+        found.push({ _tag: "Run", runId })
     }
     return found
   })
