@@ -31,6 +31,7 @@ describe("examples/store.ts --keep", () => {
       expect(existsSync(db)).toBe(true)
       const cli = await runCli(fileURLToPath(new URL("../../dist/cli.js", import.meta.url)), dirname(db), [
         "intents",
+        "--wide",
         "--db",
         db
       ])

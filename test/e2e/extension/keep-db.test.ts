@@ -28,6 +28,7 @@ describe("a kept scenario database", () => {
     const runId = result.observation?.runs[0]?.runId ?? ""
     const cli = await runCli(fileURLToPath(new URL("../../../dist/cli.js", import.meta.url)), dir, [
       "runs",
+      "--wide",
       "--db",
       keepDbAs
     ])

@@ -85,7 +85,7 @@ describe("credentials in a run's error, in real Pi", () => {
     expect(observed.notices.join("\n")).toContain(`Run ${runId} of leaky`)
     expectClean("Pi's events (tool results, notices)", JSON.stringify(lab.pi.events()))
 
-    for (const args of [["show", runId], ["show", runId, "--json"], ["runs"], ["doctor"]]) {
+    for (const args of [["show", runId], ["show", runId, "--json"], ["runs", "--wide"], ["doctor"]]) {
       const shown = await runCli(BIN, lab.sandbox.workDir, [...args, "--db", lab.dbPath])
       expect(shown.stdout + shown.stderr).toContain(args[0] === "doctor" ? "database" : runId)
       expectClean(`pi-workflow-turns ${args.join(" ")}`, shown.stdout + shown.stderr)
