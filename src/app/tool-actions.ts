@@ -44,9 +44,11 @@ const ownRun = (engine: EngineService, sessionId: string, runId: string | undefi
     // A store that cannot answer (failing or throwing) does not block the action: a cancel must still abort this
     // session's turn on its own run under a store fault (abort ordering), and a run this
     // process holds is always this session's; any write the action needs meets the same fault.
-    const found = yield* (yield* RunStore)
-      .get(target)
-      .pipe(Effect.catchAllCause(() => Effect.succeed(Option.none())))
+    const found = yield* (yield* RunStore).get(target).pipe(
+      // Bounded like the abort path's own claim check: a slow store never delays the action.
+      Effect.timeoutFail({ duration: "100 millis", onTimeout: () => "slow" }),
+      Effect.catchAllCause(() => Effect.succeed(Option.none()))
+    )
     const refusal = Option.isSome(found) ? foreignRun(found.value, sessionId, action) : null
     if (refusal !== null) return yield* refusal
     return target
