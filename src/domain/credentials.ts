@@ -26,9 +26,10 @@ const keep =
     `${indexes.map((i) => (typeof groups[i - 1] === "string" ? groups[i - 1] : "")).join("")}${REDACTED}`
 
 // A value after `=`/`:`: quoted (kept quoted), JSON-escaped quoted, or a bare word that stops at
-// quotes, backslash-quote, separators and escape sequences.
+// quotes, backslash-quote, separators and escape sequences. A value that opens a JSON array or
+// object is no bare word: its strings are searched on their own (and the JSON stays JSON).
 const QUOTED = String.raw`"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'|\\"(?:[^"\\\n]|\\[^"\n])*\\"`
-const BARE = String.raw`(?:\\[^"'\s]|[^\s,;}"'\\\u001b])+`
+const BARE = String.raw`(?![[{])(?:\\[^"'\s]|[^\s,;}"'\\\u001b])+`
 const VALUE = `(?:${QUOTED}|${BARE})`
 
 /** A redacted value keeps its quotes, so JSON and shell text stay well formed. */
