@@ -6,7 +6,7 @@
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
 import { Deferred, Effect, Layer } from "effect"
 import { type BranchMessage, type Lifecycle, PiSession, SendFailed } from "../session/pi-session.ts"
-import { notifyUser, shownMessage } from "./outbound.ts"
+import { notifyUser, showStatusLine, shownMessage } from "./outbound.ts"
 import { makeSettleMark, type SettleMark } from "./settle-mark.ts"
 
 export interface PiBridge {
@@ -72,7 +72,8 @@ export const makePiBridge = (pi: ExtensionAPI, settleMark: SettleMark = makeSett
     }),
     abort: Effect.sync(() => ctx?.abort()),
     lifecycle: Effect.sync(() => flags),
-    notify: (text, level) => Effect.sync(() => notifyUser(ctx, text, level))
+    notify: (text, level) => Effect.sync(() => notifyUser(ctx, text, level)),
+    showStatus: (key, text) => Effect.sync(() => showStatusLine(ctx, key, text))
   })
 
   return {

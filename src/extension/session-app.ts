@@ -21,7 +21,7 @@ import type { PiSession } from "../session/pi-session.ts"
 import { parseCommand } from "../app/command-input.ts"
 import { isPostgresUrl, resolveDbPath } from "./db-path.ts"
 import { defaultTimeoutFromEnv } from "./default-timeout.ts"
-import { notifyUser, shownToolResult, type ToolResult } from "./outbound.ts"
+import { notifyUser, showPanel, shownToolResult, type ToolResult } from "./outbound.ts"
 import { makePiBridge } from "./pi-session-live.ts"
 import { redactedLogs } from "./redacted-logs.ts"
 import type { SettleMark } from "./settle-mark.ts"
@@ -33,6 +33,10 @@ import { loadWorkflowFiles } from "./workflow-files.ts"
 const BUSY_TIMEOUT_MS = 1_000
 
 type App = ManagedRuntime.ManagedRuntime<AppServices | PiSession, unknown>
+
+/** The widget `/workflow status` writes into, and its last line. */
+const STATUS_PANEL = "pi-workflows-status"
+const STATUS_PANEL_HINT = "(/workflow status refreshes this; any other /workflow command closes it)"
 
 export type { ToolResult }
 
@@ -147,7 +151,14 @@ export const createSessionApp = (pi: ExtensionAPI, settleMark?: SettleMark): Ses
       }
       await withApp(ctx, async (runtime) => {
         const reply = await runtime.runPromise(runCommand(input.right))
-        notify(ctx, reply.text, reply.isError ? "error" : "info")
+        // Status output stays above the editor (a notice would be replaced by the next one);
+        // the next /workflow command replaces or closes it.
+        if (input.right._tag === "status" && !reply.isError) {
+          showPanel(ctx, STATUS_PANEL, `${reply.text}\n${STATUS_PANEL_HINT}`)
+        } else {
+          showPanel(ctx, STATUS_PANEL, undefined)
+          notify(ctx, reply.text, reply.isError ? "error" : "info")
+        }
         if (reply.releaseHold) {
           held = false
           bridge.setUserHold(false)

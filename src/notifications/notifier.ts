@@ -1,14 +1,15 @@
 /**
  * Notifier: shows stored notifications to the session that owns them. Each one is marked
  * delivered first and shown second (at most once): a crash between the two loses it rather
- * than showing it twice. Showing is a display-only message sent with `triggerTurn: false`, so
- * it never starts a model turn, and nothing here reads or writes a turn intent.
+ * than showing it twice. Showing is a message sent with `triggerTurn: false` (so it never starts
+ * a model turn) and, for progress, the run's one footer line, replaced by each report and
+ * cleared by the run's final report. Nothing here reads or writes a turn intent.
  */
 import { Context, Effect, Layer } from "effect"
 import type { StoreFailure } from "../store/store-errors.ts"
 import { PiSession } from "../session/pi-session.ts"
 import { NotificationStore } from "../store/notification-store.ts"
-import { displayMessage } from "./text.ts"
+import { displayMessage, progressStatus, progressStatusKey } from "./text.ts"
 
 const BATCH = 50
 
@@ -39,6 +40,9 @@ export const make = Effect.gen(function* () {
       let shown = 0
       for (const notification of taken) {
         yield* session.send(displayMessage(notification), { deliverAs: "followUp", triggerTurn: false }).pipe(
+          Effect.zipRight(
+            session.showStatus(progressStatusKey(notification.runId), progressStatus(notification))
+          ),
           Effect.zipRight(Effect.sync(() => shown++)),
           Effect.catchTag("SendFailed", (error) =>
             Effect.logWarning(

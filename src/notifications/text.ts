@@ -52,8 +52,10 @@ export const finalPayload = (run: RunRecord & { readonly state: TerminalRunState
 }
 
 /**
- * The display-only message a notification is shown as. It is sent without a turn and kept out
- * of the model's context by the extension, so the model never reads it.
+ * The message a notification is recorded as in the session. It is sent without a turn and kept
+ * out of the model's context by the extension, so the model never reads it. A final report is
+ * displayed in the conversation; a progress report is not (the footer line `progressStatus`
+ * shows the latest one per run, so reports do not pile up in the conversation).
  */
 export const displayMessage = (notification: Notification): CustomMessage => {
   const payload = notification.payload
@@ -62,7 +64,7 @@ export const displayMessage = (notification: Notification): CustomMessage => {
   return {
     customType: NOTIFICATION_TYPE,
     content,
-    display: true,
+    display: payload.kind === "final",
     details: {
       schema: NOTIFICATION_SCHEMA,
       notificationId: notification.notificationId,
@@ -72,3 +74,12 @@ export const displayMessage = (notification: Notification): CustomMessage => {
     }
   }
 }
+
+/** The footer key of a run's progress line: one line per run, replaced by each report. */
+export const progressStatusKey = (runId: string): string => `pi-workflows:${runId}`
+
+/** The footer line for a progress report, or undefined (clear it) when the run has ended. */
+export const progressStatus = (notification: Notification): string | undefined =>
+  notification.payload.kind === "progress"
+    ? `… ${notification.payload.workflowName} (run ${notification.runId}): ${oneLine(notification.payload.text)}`
+    : undefined

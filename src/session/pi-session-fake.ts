@@ -103,6 +103,8 @@ export interface PiSessionFakeControl {
   readonly setSessionId: (sessionId: string) => Effect.Effect<void>
   /** Everything shown to the user through `notify`, oldest first. */
   readonly notifications: Effect.Effect<ReadonlyArray<Notification>>
+  /** The footer lines `showStatus` set and did not clear, by key. */
+  readonly statusLines: Effect.Effect<ReadonlyMap<string, string>>
 }
 
 export class PiSessionFake extends Context.Tag("pi-workflow-turns/PiSessionFake")<
@@ -127,6 +129,7 @@ interface State {
   readonly handlerWaiters: ReadonlyArray<Deferred.Deferred<void>>
   readonly held: ReadonlyArray<readonly [CustomMessage, DeliveryOptions]>
   readonly lifecycle: Lifecycle
+  readonly statusLines: ReadonlyMap<string, string>
   readonly notifications: ReadonlyArray<Notification>
   readonly nextEntry: number
 }
@@ -161,6 +164,7 @@ export const makeFake = (
       handlerWaiters: [],
       held: [],
       lifecycle: { shuttingDown: false, userHold: false },
+      statusLines: new Map(),
       notifications: [],
       nextEntry: 1
     })
@@ -247,7 +251,15 @@ export const makeFake = (
       branch: read(currentBranch),
       abort,
       lifecycle: read((s) => s.lifecycle),
-      notify: (text, level) => update((s) => ({ ...s, notifications: [...s.notifications, { text, level }] }))
+      notify: (text, level) =>
+        update((s) => ({ ...s, notifications: [...s.notifications, { text, level }] })),
+      showStatus: (key, text) =>
+        update((s) => {
+          const statusLines = new Map(s.statusLines)
+          if (text === undefined) statusLines.delete(key)
+          else statusLines.set(key, text)
+          return { ...s, statusLines }
+        })
     }
 
     const settle: PiSessionFakeControl["settle"] = (settleOptions) =>
@@ -290,7 +302,8 @@ export const makeFake = (
         update((s) => ({ ...s, lifecycle: { ...s.lifecycle, shuttingDown: value } })),
       setUserHold: (value) => update((s) => ({ ...s, lifecycle: { ...s.lifecycle, userHold: value } })),
       setSessionId: (sessionId) => update((s) => ({ ...s, sessionId })),
-      notifications: read((s) => s.notifications)
+      notifications: read((s) => s.notifications),
+      statusLines: read((s) => s.statusLines)
     }
     return { session, control }
   })

@@ -73,6 +73,11 @@ export interface PiSessionService {
   readonly lifecycle: Effect.Effect<Lifecycle>
   /** Tell the user something outside the model's context (warnings, errors). */
   readonly notify: (text: string, level: "info" | "warning" | "error") => Effect.Effect<void>
+  /**
+   * Set (or, with undefined, clear) one line in the footer under `key`, for the user only: a
+   * later call with the same key replaces it. A no-op without a UI.
+   */
+  readonly showStatus: (key: string, text: string | undefined) => Effect.Effect<void>
 }
 
 export class PiSession extends Context.Tag("pi-workflow-turns/PiSession")<PiSession, PiSessionService>() {}

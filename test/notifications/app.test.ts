@@ -77,6 +77,9 @@ describe("passive notifications in the app", () => {
         expect(ok.isError).toBe(false)
         expect(ok.details).toEqual({ runId, status: "stored" })
         expect(yield* notices).toEqual([`Workflow reporter (run ${runId}): reading the issue`])
+        expect(yield* fake.statusLines).toEqual(
+          new Map([[`pi-workflows:${runId}`, `… reporter (run ${runId}): reading the issue`]])
+        )
         const bad = (text: string, request = requestId) =>
           Effect.map(runTool({ _tag: "progress", requestId: request, text }), (reply) => {
             expect(reply.isError).toBe(true)
@@ -113,6 +116,10 @@ describe("passive notifications in the app", () => {
           [false, false],
           [false, false]
         ])
+        // Progress is the run's one footer line (not a message in the conversation); the final
+        // report is shown in the conversation and clears the line.
+        expect(sends.map((r) => r.message.display)).toEqual([false, false, true])
+        expect(yield* fake.statusLines).toEqual(new Map())
         // The only turn since is the presentation's (sent after the settle); the only intent is
         // the run's terminal turn intent, which the presentation resolved.
         expect(yield* fake.triggeredTurns).toBe(turnsBefore + 1)

@@ -151,40 +151,46 @@ describe("final notifications", () => {
 })
 
 describe("delivery", () => {
-  it.scoped("display-only, no turn, to the owner session only; pending ones at the owner's next start", () =>
-    Effect.gen(function* () {
-      const k = yield* makeKit()
-      yield* k.runs.reserve(newRun("mine", "s1"))
-      yield* k.runs.reserve(newRun("theirs", "s2"))
-      yield* k.fake.startTurn // a model turn is running
-      yield* k.notifications.progress(report("mine", "working"))
-      yield* k.notifications.progress(report("theirs", "not for s1"))
-      const shown = yield* k.shown
-      expect(shown).toHaveLength(1)
-      expect(shown[0]).toMatchObject({
-        sessionId: "s1",
-        startedTurn: false,
-        options: { triggerTurn: false },
-        message: {
-          display: true,
-          details: { schema: NOTIFICATION_SCHEMA, runId: "mine", kind: "progress" }
-        }
+  it.scoped(
+    "no turn, to the owner session only, as the run's footer line; pending ones at the owner's next start",
+    () =>
+      Effect.gen(function* () {
+        const k = yield* makeKit()
+        yield* k.runs.reserve(newRun("mine", "s1"))
+        yield* k.runs.reserve(newRun("theirs", "s2"))
+        yield* k.fake.startTurn // a model turn is running
+        yield* k.notifications.progress(report("mine", "working"))
+        yield* k.notifications.progress(report("theirs", "not for s1"))
+        const shown = yield* k.shown
+        expect(shown).toHaveLength(1)
+        expect(shown[0]).toMatchObject({
+          sessionId: "s1",
+          startedTurn: false,
+          options: { triggerTurn: false },
+          message: {
+            // Recorded in the session, not shown in the conversation: the footer line shows it.
+            display: false,
+            details: { schema: NOTIFICATION_SCHEMA, runId: "mine", kind: "progress" }
+          }
+        })
+        expect(yield* k.fake.statusLines).toEqual(
+          new Map([["pi-workflows:mine", "… demo (run mine): working"]])
+        )
+        expect(yield* k.fake.triggeredTurns).toBe(0)
+        expect((yield* k.store.list({ runId: "mine", limit: 5 }))[0]?.deliveredAt).not.toBeNull()
+        // Delivered once: another pass shows nothing new.
+        expect(yield* k.notifier.deliverPending).toBe(0)
+        const pending = yield* k.store.list({ state: "pending", limit: 5 })
+        expect(pending.map((n) => n.runId)).toEqual(["theirs"])
+        // The owner of "theirs" starts (a later Pi process on the same file): it gets exactly that one.
+        const later = yield* makeKit({ path: k.path })
+        yield* later.fake.setSessionId("s2")
+        expect(yield* later.notifier.deliverPending).toBe(1)
+        expect((yield* later.shown).map((r) => [r.sessionId, r.message.content])).toEqual([
+          ["s2", "Workflow demo (run theirs): not for s1"]
+        ])
+        expect(yield* later.store.list({ state: "pending", limit: 5 })).toEqual([])
       })
-      expect(yield* k.fake.triggeredTurns).toBe(0)
-      expect((yield* k.store.list({ runId: "mine", limit: 5 }))[0]?.deliveredAt).not.toBeNull()
-      // Delivered once: another pass shows nothing new.
-      expect(yield* k.notifier.deliverPending).toBe(0)
-      const pending = yield* k.store.list({ state: "pending", limit: 5 })
-      expect(pending.map((n) => n.runId)).toEqual(["theirs"])
-      // The owner of "theirs" starts (a later Pi process on the same file): it gets exactly that one.
-      const later = yield* makeKit({ path: k.path })
-      yield* later.fake.setSessionId("s2")
-      expect(yield* later.notifier.deliverPending).toBe(1)
-      expect((yield* later.shown).map((r) => [r.sessionId, r.message.content])).toEqual([
-        ["s2", "Workflow demo (run theirs): not for s1"]
-      ])
-      expect(yield* later.store.list({ state: "pending", limit: 5 })).toEqual([])
-    })
   )
 
   it.scoped("at most once: marked before shown, so a failed show is never repeated", () =>

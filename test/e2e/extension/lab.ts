@@ -284,7 +284,14 @@ export class Lab {
       toolResults: events.filter((record) => record.type === "tool_execution_end").map(toolResultOf),
       notices: events
         .filter((record) => record.type === "extension_ui_request" && record.method === "notify")
-        .map((record) => (typeof record.message === "string" ? record.message : ""))
+        .map((record) => (typeof record.message === "string" ? record.message : "")),
+      panels: events
+        .filter((record) => record.type === "extension_ui_request" && record.method === "setWidget")
+        .map((record) =>
+          Array.isArray(record.widgetLines)
+            ? record.widgetLines.map((line: unknown) => (typeof line === "string" ? line : "")).join("\n")
+            : ""
+        )
     }
   }
 

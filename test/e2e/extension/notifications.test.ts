@@ -76,8 +76,25 @@ describe("passive notifications in real Pi", () => {
       "progress",
       "final"
     ])
-    // Displayed to the user, never read by the model.
-    expect(customMessages(loud.sessionFile, NOTIFICATION).every((m) => m.display)).toBe(true)
+    // Recorded in the session, never read by the model. The final report is displayed in the
+    // conversation; progress is the run's one footer line, replaced by each report and cleared
+    // by the final one.
+    expect(customMessages(loud.sessionFile, NOTIFICATION).map((m) => m.display)).toEqual([
+      false,
+      false,
+      false,
+      true
+    ])
+    const footer = loud.pi
+      .events()
+      .filter((record) => record.type === "extension_ui_request" && record.method === "setStatus")
+      .map((record) => [record.statusKey, record.statusText ?? null])
+    expect(footer).toEqual([
+      [`pi-workflows:${runId}`, `… report (run ${runId}): 1/3 collected`],
+      [`pi-workflows:${runId}`, `… report (run ${runId}): 2/3 counted`],
+      [`pi-workflows:${runId}`, `… report (run ${runId}): 3/3 written`],
+      [`pi-workflows:${runId}`, null]
+    ])
     expect(loud.mock.requestsMentioning("collected")).toEqual([])
     expect(loud.mock.requestsMentioning(NOTIFICATION)).toEqual([])
     // The only intent is the completed run's terminal turn intent, which its presentation resolved.

@@ -72,6 +72,8 @@ export interface Observation {
   readonly toolResults: ReadonlyArray<ToolResultView>
   /** `ctx.ui.notify` texts (RPC `extension_ui_request` notify records). */
   readonly notices: ReadonlyArray<string>
+  /** `ctx.ui.setWidget` blocks, lines joined (RPC `setWidget` records; an empty one clears). */
+  readonly panels: ReadonlyArray<string>
 }
 
 export const str = (row: Row, key: string): string | null => {

@@ -82,7 +82,8 @@ describe("credentials in a run's error, in real Pi", () => {
     expectClean("the model's requests", requests)
     expectClean("the session file", readFileSync(lab.sessionFile, "utf8"))
     const observed = lab.observe()
-    expect(observed.notices.join("\n")).toContain(`Run ${runId} of leaky`)
+    // The status reply stays above the editor (a widget), not a replaceable notice.
+    expect(observed.panels.join("\n")).toContain(`Run ${runId} of leaky`)
     expectClean("Pi's events (tool results, notices)", JSON.stringify(lab.pi.events()))
 
     for (const args of [["show", runId], ["show", runId, "--json"], ["runs", "--wide"], ["doctor"]]) {

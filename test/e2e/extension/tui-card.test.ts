@@ -108,5 +108,25 @@ describe.skipIf(!hasTmux)("the terminal turn card in interactive Pi (tmux captur
     const ids = await captureUntil(session, (p) => item.test(p))
     expect(ids).toMatch(item)
     expect(applied).toMatch(/\/workflow status\s*$/m)
+    // The status output stays above the editor (a widget, not a notice the next one replaces),
+    // and the next /workflow command closes it.
+    tmux("send-keys", "-t", session, "C-u")
+    tmux("send-keys", "-t", session, "-l", `/workflow status ${runId}`)
+    // The first Enter may take the completion menu's item (the same ID); the second submits.
+    await captureUntil(session, (p) => p.includes(`/workflow status ${runId}`))
+    tmux("send-keys", "-t", session, "Enter")
+    await sleep(300)
+    tmux("send-keys", "-t", session, "Enter")
+    const status = await captureUntil(session, (p) => p.includes("/workflow status refreshes this"))
+    expect(status).toContain(`Run ${runId} of nightly-report`)
+    tmux("send-keys", "-t", session, "-l", "/workflow list")
+    tmux("send-keys", "-t", session, "Enter")
+    await sleep(300)
+    tmux("send-keys", "-t", session, "Enter")
+    // The visible screen (no scrollback): the panel is gone.
+    const screen = () => tmux("capture-pane", "-p", "-J", "-t", session).stdout
+    const deadline = Date.now() + 20_000
+    while (screen().includes("/workflow status refreshes this") && Date.now() < deadline) await sleep(200)
+    expect(screen()).not.toContain("/workflow status refreshes this")
   }, 60_000)
 })
