@@ -120,7 +120,7 @@ export const readableStatus = (status: RunStatus, now: number): string => {
     timing.push(`ended ${relative(now, status.endedAt)}${took === null ? "" : ` after ${took}`}`)
   }
   lines.push(`Time: ${timing.join(", ")}`)
-  lines.push(`Steps: ${status.steps} of at most ${status.maxSteps}`)
+  lines.push(`Steps: ${status.steps} settled (the limit is ${status.maxSteps})`)
   const shown = status.stepRecords.slice(-MAX_STATUS_STEPS)
   if (shown.length < status.stepRecords.length) {
     lines.push(`  … ${status.stepRecords.length - shown.length} earlier steps`)

@@ -55,7 +55,7 @@ describe("/workflow command", () => {
       const status = yield* runCommand({ _tag: "status", runId })
       // Readable lines for the user; the JSON stays in the details.
       expect(status.text).toMatch(new RegExp(`^Run ${runId} of greet: queued`))
-      expect(status.text).toMatch(/^Steps: 0 of at most \d+$/m)
+      expect(status.text).toMatch(/^Steps: 0 settled \(the limit is \d+\)$/m)
       expect(status.text).not.toContain('"state"')
       expect(status.details.status).toMatchObject({ runId, state: "queued" })
       expect((yield* runCommand({ _tag: "list" })).text).toContain("greet")
