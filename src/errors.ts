@@ -7,5 +7,6 @@ export {
   IncompatibleStore,
   isLockFailure,
   LegacyLaunchNotifications,
-  StoreFailure
+  StoreFailure,
+  StoreFailureReason
 } from "./store/store-errors.ts"

@@ -78,7 +78,8 @@ const environment = Layer.mergeAll(
   Layer.succeed(Terminal.Terminal, terminal)
 )
 
-const busy = (message: string) => /database is locked|SQLITE_BUSY/i.test(message)
+/** Another process held a lock past the budget: the store failure's reason, not its words. */
+const busy = (error: object) => "reason" in error && error.reason === "Lock"
 
 /** The exit code and the line to print for a failure. */
 const describe = (cause: Cause.Cause<unknown>): { readonly code: number; readonly line: string } => {
@@ -93,7 +94,7 @@ const describe = (cause: Cause.Cause<unknown>): { readonly code: number; readonl
   if (ValidationError.isValidationError(error)) return { code: 2, line: "" }
   if (typeof error === "object" && error !== null && "_tag" in error) {
     const message = "message" in error ? String(error.message) : String(error._tag)
-    if (busy(message)) {
+    if (error._tag === "StoreFailure" && busy(error)) {
       return { code: 3, line: "the database is busy (another process holds a lock); try again in a moment" }
     }
     return { code: 2, line: message }

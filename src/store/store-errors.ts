@@ -1,15 +1,23 @@
 /**
  * How the stores report infrastructure failures: an SQL error (the driver's) or a stored row
- * that does not decode becomes the operation's `StoreFailure`, in the driver's own words; the
- * operation's domain errors pass through unchanged. Every store maps with `asStoreFailure`.
+ * that does not decode becomes the operation's `StoreFailure`, in the driver's own words, with
+ * a `reason` decided from the driver's codes (`failure-reason.ts`); the operation's domain
+ * errors pass through unchanged. Every store maps with `asStoreFailure`.
  * The store's own error types live here too: a failure, an incompatible or legacy database.
  */
 import * as SqlError from "@effect/sql/SqlError"
 import { Effect, ParseResult, Schema } from "effect"
+import { reasonOf, StoreFailureReason } from "./failure-reason.ts"
 
-/** The SQLite store failed (busy, read-only, I/O, …). Wraps the underlying error. */
+export { StoreFailureReason } from "./failure-reason.ts"
+
+/**
+ * A store failed (a lock, read-only, unreachable, I/O, …). `reason` is what code acts on;
+ * `message` is for people. Wraps the underlying error. Built without a reason, it is `Other`.
+ */
 export class StoreFailure extends Schema.TaggedError<StoreFailure>()("StoreFailure", {
   operation: Schema.String,
+  reason: Schema.optionalWith(StoreFailureReason, { default: () => "Other" }),
   message: Schema.String,
   cause: Schema.optional(Schema.Defect)
 }) {}
@@ -45,14 +53,12 @@ export class IncompatibleStore extends Schema.TaggedError<IncompatibleStore>()("
 
 /**
  * A store failure that a later attempt can fix: another connection held a lock past the busy
- * budget (SQLite's busy errors; PostgreSQL's `lock_timeout`, SQLSTATE 55P03, which the PostgreSQL
- * layer sets to the same budget). Read-only files, I/O errors and bad rows are not retried.
+ * budget (reason `Lock`: SQLite's busy and locked codes; PostgreSQL's `lock_timeout`, SQLSTATE
+ * 55P03, which the PostgreSQL layer sets to the same budget). Read-only files, I/O errors and
+ * bad rows are not retried.
  */
-export const isLockFailure = (error: { readonly _tag: string; readonly message: string }): boolean =>
-  error._tag === "StoreFailure" &&
-  /SQLITE_BUSY|SQLITE_LOCKED|database is locked|database table is locked|due to lock timeout/i.test(
-    error.message
-  )
+export const isLockFailure = (error: { readonly _tag: string }): boolean =>
+  error._tag === "StoreFailure" && "reason" in error && error.reason === "Lock"
 
 /** What a store operation may meet below its own logic. */
 export type InfraError = SqlError.SqlError | ParseResult.ParseError
@@ -64,7 +70,12 @@ const isInfraError = (error: unknown): error is InfraError =>
 export const storeFailure =
   (operation: string) =>
   (error: { readonly cause?: unknown; readonly message: string }): StoreFailure =>
-    new StoreFailure({ operation, message: String(error.cause ?? error.message), cause: error })
+    new StoreFailure({
+      operation,
+      reason: reasonOf(error),
+      message: String(error.cause ?? error.message),
+      cause: error
+    })
 
 /** `effect` with its SQL and decoding errors as `operation`'s `StoreFailure`; other errors unchanged. */
 export const asStoreFailure =

@@ -119,9 +119,11 @@ const makeScript = <Op extends string>(): Effect.Effect<{
             if (fault === null) return call
             switch (fault._tag) {
               case "Busy":
-                return Effect.fail(new StoreFailure({ operation, message: BUSY_MESSAGE }))
+                return Effect.fail(new StoreFailure({ operation, reason: "Lock", message: BUSY_MESSAGE }))
               case "ReadOnly":
-                return Effect.fail(new StoreFailure({ operation, message: READONLY_MESSAGE }))
+                return Effect.fail(
+                  new StoreFailure({ operation, reason: "ReadOnly", message: READONLY_MESSAGE })
+                )
               case "Throw":
                 return Effect.sync(() => {
                   throw new Error(fault.message ?? `injected fault: ${operation} threw`)

@@ -57,7 +57,7 @@ const race = (state: Extract<TerminalRunState, "failed" | "cancelled">, lateWrit
       if (operation !== "recordHandoff") return Effect.void
       if (armed === null) {
         return landed && lateWrite === "fails"
-          ? Effect.fail(new StoreFailure({ operation, message: "database is locked" }))
+          ? Effect.fail(new StoreFailure({ operation, reason: "Lock", message: "database is locked" }))
           : Effect.void
       }
       const runId = armed

@@ -136,7 +136,13 @@ export const gateOf =
       if (crash !== null) return Effect.zipRight(crash, Effect.die(new Error("killed")))
       if (p.fault === "throw") return Effect.die(new Error(`injected throw in ${operation}`))
       if (p.fault !== null) {
-        return Effect.fail(new StoreFailure({ operation, message: p.fault === "busy" ? BUSY : READONLY }))
+        return Effect.fail(
+          new StoreFailure(
+            p.fault === "busy"
+              ? { operation, reason: "Lock", message: BUSY }
+              : { operation, reason: "ReadOnly", message: READONLY }
+          )
+        )
       }
       return Effect.yieldNow()
     }).pipe(Effect.zipLeft(hooks.point))

@@ -2,11 +2,9 @@
  * The controller database on PostgreSQL: the same `Database` + `SqlClient` services the SQLite
  * layer provides, so the stores run the same operations against a server several machines share.
  *
- * - Connection: one `pg` pool (`pool-pg.ts`), shared by @effect/sql-pg (transactions, the
- *   migrator) and the fast path of `prepare` (a fixed statement outside a transaction runs as a
- *   named prepared statement on a pooled connection). int8 values (epoch-millisecond columns,
- *   `count(*)`) are parsed to JS numbers, as SQLite returns them; every one of them is far below
- *   2^53.
+ * - Connection: @effect/sql-pg's `PgClient.make` (its `pg` pool, spans, interruption that
+ *   cancels the statement). int8 values (epoch-millisecond columns, `count(*)`) are parsed to JS
+ *   numbers, as SQLite returns them; every one of them is far below 2^53.
  * - `immediate`: one transaction at SERIALIZABLE isolation. SQLite's BEGIN IMMEDIATE serialises
  *   writers with a file lock; PostgreSQL gives the same outcome (every transaction behaves as if
  *   it ran alone) by aborting one of two conflicting transactions with a serialization failure,
@@ -19,10 +17,8 @@
  * - Every other wait is bounded too (`pg-timeouts.ts`, from `TimingPolicy`): a statement the
  *   server runs too long (`statement_timeout`), a transaction left idle by a stopped process
  *   (`idle_in_transaction_session_timeout`), and an answer that never arrives over a stalled
- *   connection (the client's `query_timeout`).
- * - `prepare`: the SQLite text of a statement in PostgreSQL's dialect (see `dialect-pg.ts`):
- *   inside a transaction through the SqlClient (on the transaction's connection), otherwise
- *   through the fast path.
+ *   connection (the client's `query_timeout`). All of them ride on the connection URL, so every
+ *   connection the client's pool opens starts with them.
  * - Schema: @effect/sql's Migrator (`schema-pg.ts`), under an advisory lock so two processes
  *   opening a new database at once do not race; a database at this version is only read, one
  *   of a newer release refused (`../schema-versions.ts`).
@@ -31,8 +27,9 @@ import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlError from "@effect/sql/SqlError"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { Clock, Context, Duration, Effect, Layer, Option, Schedule } from "effect"
+import { Clock, Context, Duration, Effect, Layer, Option, Redacted, Schedule } from "effect"
 import pg from "pg"
+import { reasonOf } from "../failure-reason.ts"
 import { IncompatibleStore, StoreFailure } from "../store-errors.ts"
 import {
   currentLockBudget,
@@ -47,10 +44,9 @@ import { CONTROLLER_SCHEMA } from "../schema.ts"
 import { DEFAULT_LOCK_BUDGET_MS } from "../../delivery/timing-policy.ts"
 import { toPgDialect } from "./dialect-pg.ts"
 import { compareVersions, newerSchema, recordedVersions, runMigrator } from "../schema-versions.ts"
-import { isConnectionFailure, isSerializationFailure, isUnsent } from "./pg-failures.ts"
-import { makePool, runPrepared } from "./pool-pg.ts"
-import { sessionOptions, sessionTimeouts } from "./pg-timeouts.ts"
-import { checkSchema, readOnlyUrl, withConnectionOption } from "./readonly-pg.ts"
+import { isConnectionFailure, isSerializationFailure } from "./pg-failures.ts"
+import { sessionTimeouts, sessionUrl } from "./pg-timeouts.ts"
+import { checkSchema, readOnlyUrl } from "./readonly-pg.ts"
 import { KNOWN_PG, migrations } from "./schema-pg.ts"
 
 export interface PgDatabaseOptions {
@@ -103,27 +99,22 @@ const open = (options: PgDatabaseOptions) =>
     const connectFailed = (error: { readonly cause?: unknown; readonly message: string }) =>
       new StoreFailure({
         operation: "open",
+        reason: reasonOf(error),
         message: `cannot connect to PostgreSQL at ${shown}: ${String(error.cause ?? error.message)}`,
         cause: error
       })
     const defaultBudgetMs = Math.max(0, Math.trunc(options.busyTimeoutMs ?? DEFAULT_LOCK_BUDGET_MS))
     const timeouts = yield* sessionTimeouts(defaultBudgetMs)
     const url = yield* Effect.try({
-      try: () => withConnectionOption(options.url, sessionOptions(timeouts)),
+      try: () => sessionUrl(options.url, timeouts),
       catch: (cause) =>
         new StoreFailure({ operation: "open", message: `not a PostgreSQL URL: ${shown}`, cause })
     })
-    const pool = yield* makePool({
-      url: options.readonly === true ? readOnlyUrl(url) : url,
+    const sql = yield* PgClient.make({
+      url: Redacted.make(options.readonly === true ? readOnlyUrl(url) : url),
       types,
       maxConnections: options.maxConnections ?? 10,
-      connectTimeoutMs: options.connectTimeoutMs ?? 5_000,
-      queryTimeoutMs: timeouts.clientMs,
-      applicationName: APPLICATION_NAME
-    }).pipe(Effect.mapError(connectFailed))
-    const sql = yield* PgClient.fromPool({
-      acquire: Effect.succeed(pool),
-      types,
+      connectTimeout: Duration.millis(options.connectTimeoutMs ?? 5_000),
       applicationName: APPLICATION_NAME
     }).pipe(Effect.mapError(connectFailed))
 
@@ -192,24 +183,10 @@ const open = (options: PgDatabaseOptions) =>
             )
       )
 
-    const prepared = new Map<string, PreparedStatement>()
+    // Temporary: this branch's TurnIntentStore still prepares SQLite texts; h-sqlite moves it onto `sql` templates and removes `prepare` and dialect-pg.ts, and this goes at that merge.
     const prepare = (text: string): PreparedStatement => {
-      let statement = prepared.get(text)
-      if (statement === undefined) {
-        const pgText = toPgDialect(text)
-        // One name per text: each connection prepares it on first use, then only binds.
-        const name = `pi_workflows_${prepared.size + 1}`
-        statement = {
-          all: (params) =>
-            Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) =>
-              Option.isSome(transaction)
-                ? sql.unsafe<object>(pgText, params)
-                : retrying(runPrepared(pool, name, pgText, params), isUnsent)
-            )
-        }
-        prepared.set(text, statement)
-      }
-      return statement
+      const pgText = toPgDialect(text)
+      return { all: (params) => sql.unsafe<object>(pgText, params) }
     }
 
     // A database at this version is only read; otherwise the versions are read again under the

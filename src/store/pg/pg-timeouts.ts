@@ -8,6 +8,9 @@
  *   stopped or frozen) is ended by the server, which rolls it back and releases its locks (25P03);
  * - the client's `query_timeout`, a little past the statement timeout: over a stalled connection
  *   no answer (not even the server's cancellation) arrives, so the client stops waiting itself.
+ *
+ * All four travel in the connection URL (`sessionUrl`): the server's as `-c` startup options,
+ * `query_timeout` as a parameter `pg` reads from the URL for each client of the pool.
  */
 import { Duration, Effect } from "effect"
 import { pgClientMargin, pgDefaultTimeout, TimingPolicy, toMillis } from "../../delivery/timing-policy.ts"
@@ -44,10 +47,26 @@ export const sessionTimeouts = (lockBudgetMs: number): Effect.Effect<SessionTime
     return { lockMs, statementMs, idleInTransactionMs, clientMs: statementMs + pgClientMargin(statementMs) }
   })
 
-/** The `-c name=value` options that set the server-side bounds when a session starts. */
-export const sessionOptions = (timeouts: SessionTimeouts): string =>
-  [
-    `-c lock_timeout=${timeouts.lockMs}`,
-    `-c statement_timeout=${timeouts.statementMs}`,
-    `-c idle_in_transaction_session_timeout=${timeouts.idleInTransactionMs}`
-  ].join(" ")
+/** `url` with `option` (e.g. `-c name=value`) added to its connection `options`. */
+export const withConnectionOption = (url: string, option: string): string => {
+  const parsed = new URL(url)
+  const options = parsed.searchParams.get("options")
+  parsed.searchParams.set("options", options === null || options === "" ? option : `${options} ${option}`)
+  return parsed.toString()
+}
+
+/** `url` with every bound of `timeouts` set for each session the client opens (throws on a bad URL). */
+export const sessionUrl = (url: string, timeouts: SessionTimeouts): string => {
+  const parsed = new URL(
+    withConnectionOption(
+      url,
+      [
+        `-c lock_timeout=${timeouts.lockMs}`,
+        `-c statement_timeout=${timeouts.statementMs}`,
+        `-c idle_in_transaction_session_timeout=${timeouts.idleInTransactionMs}`
+      ].join(" ")
+    )
+  )
+  parsed.searchParams.set("query_timeout", String(timeouts.clientMs))
+  return parsed.toString()
+}

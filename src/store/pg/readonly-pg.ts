@@ -10,15 +10,8 @@ import { IncompatibleStore, StoreFailure } from "../store-errors.ts"
 import { storeFailure } from "../database.ts"
 import { CONTROLLER_SCHEMA } from "../schema.ts"
 import { compareVersions, newerSchema, olderSchema, recordedVersions } from "../schema-versions.ts"
+import { withConnectionOption } from "./pg-timeouts.ts"
 import { KNOWN_PG } from "./schema-pg.ts"
-
-/** `url` with `option` (e.g. `-c name=value`) added to its connection `options`. */
-export const withConnectionOption = (url: string, option: string): string => {
-  const parsed = new URL(url)
-  const options = parsed.searchParams.get("options")
-  parsed.searchParams.set("options", options === null || options === "" ? option : `${options} ${option}`)
-  return parsed.toString()
-}
 
 /** `url` with `-c default_transaction_read_only=on` added to its connection `options`. */
 export const readOnlyUrl = (url: string): string =>

@@ -29,9 +29,6 @@ export const layerRunStorePg = (options: PgDatabaseOptions): WithDatabase<RunSto
 export const layerNotificationStorePg = (options: PgDatabaseOptions): WithDatabase<NotificationStore> =>
   NotificationStoreSqlite.layer.pipe(Layer.provideMerge(databaseLayer(options)))
 
-export const layerLaunchStorePg = (options: PgDatabaseOptions): WithDatabase<LaunchStore> =>
-  LaunchStoreSqlite.layer.pipe(Layer.provideMerge(databaseLayer(options)))
-
 /** All four stores on one pool. */
 export const layerStoresPg = (
   options: PgDatabaseOptions
