@@ -9,7 +9,7 @@
  */
 import { createHash } from "node:crypto"
 import { Option } from "effect"
-import type { RunRecord, TerminalRunState } from "../store/run-store.ts"
+import { isTerminal, type RunRecord, type TerminalRunState } from "../store/run-store.ts"
 
 /** Why a run ended, as one small closed value (a card field and a fingerprint input). */
 export type ReasonKind =
@@ -51,12 +51,7 @@ export type TerminalRun = Pick<
 
 /** The terminal state of a run, or null while it has not ended. */
 export const terminalState = (run: Pick<RunRecord, "state">): TerminalRunState | null =>
-  run.state === "completed" ||
-  run.state === "failed" ||
-  run.state === "timed_out" ||
-  run.state === "cancelled"
-    ? run.state
-    : null
+  isTerminal(run.state) ? run.state : null
 
 /**
  * Who cancelled a cancelled run: the row's end facts (`end_by`). A cancellation whose end names
