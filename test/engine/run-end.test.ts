@@ -241,7 +241,16 @@ describe("run endings as facts", () => {
         ...["end_kind", "end_by", "end_node_id", "end_attempt_id"].map(
           (column) => `ALTER TABLE workflow_runs DROP COLUMN ${column}`
         ),
-        "DELETE FROM effect_sql_migrations WHERE migration_id = 3"
+        "DELETE FROM effect_sql_migrations WHERE migration_id = 3",
+        // Rows from before `cancel_requested` was kept on an ended run: only the message says who.
+        ...(["agent", "user"] as const).map(
+          (by) => `INSERT INTO workflow_runs (run_id, workflow_name, workflow_ref, source_fingerprint,
+            snapshot_json, target_session_id, origin, input_json, state, current_node_id, max_steps, error_json,
+            created_at, updated_at, ended_at)
+          VALUES ('legacy-${by}', 'demo', 'demo@1', 'sha256:abc', '{}', 'legacy-${by}', 'tool', '{}', 'cancelled',
+            'first', 10, '{"message":"cancelled by the ${by}","nodeId":"first","original":null}',
+            '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`
+        )
       ])
       const store = yield* openStore(location)
       for (const { ending, run } of written) {
@@ -250,6 +259,13 @@ describe("run endings as facts", () => {
         expect([ending.name, after.end]).toEqual([ending.name, ending.end])
         expect([ending.name, reasonKind(after)]).toEqual([ending.name, ending.kind])
         expect(terminalFingerprint(after)).toBe(terminalFingerprint(run))
+      }
+      for (const by of ["agent", "user"] as const) {
+        const legacy = Option.getOrThrow(yield* store.get(`legacy-${by}`))
+        expect([legacy.end, reasonKind(legacy)]).toEqual([
+          { kind: "cancelled", by, nodeId: "first", attemptId: null },
+          by === "agent" ? "agentCancelled" : "userCancelled"
+        ])
       }
       // Ended rows are immutable again once the backfill is done.
       const refused = yield* Effect.either(
