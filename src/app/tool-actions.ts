@@ -3,7 +3,7 @@
  * (src/app/tool-input.ts) and returns the reply; nothing here touches Pi directly. The tool is
  * the agent's authority: it acts only on runs of its own session (src/domain/ownership.ts).
  */
-import { Effect, Option } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { foreignRun, type OwnedAction } from "../domain/ownership.ts"
 import type { EngineService } from "../engine/engine.ts"
 import { Engine } from "../engine/engine.ts"
@@ -16,8 +16,13 @@ import type { LaunchStore } from "../terminal/launch-store.ts"
 import { chainStatus, type LaunchReply, restartRun, startWorkflow } from "../terminal/launches.ts"
 import { describeRun, describeStatus, failed, ok, type Reply, withStartExample } from "./replies.ts"
 
-export class NoActiveRun extends Error {
-  override readonly name = "NoActiveRun"
+/** An action without a run ID, in a session that has no queued, running or waiting run. */
+export class NoActiveRun extends Schema.TaggedError<NoActiveRun>()("NoActiveRun", {
+  sessionId: Schema.String
+}) {
+  override get message() {
+    return "this session has no active workflow run; pass runId"
+  }
 }
 
 /** The given run, or the session's queued/running/waiting run. */
@@ -26,7 +31,7 @@ export const targetRun = (engine: EngineService, sessionId: string, runId: strin
     ? Effect.succeed(runId)
     : Effect.flatMap(engine.active(sessionId), (active) =>
         Option.match(active, {
-          onNone: () => Effect.fail(new NoActiveRun("this session has no active workflow run; pass runId")),
+          onNone: () => Effect.fail(new NoActiveRun({ sessionId })),
           onSome: (run) => Effect.succeed(run.runId)
         })
       )

@@ -176,7 +176,17 @@ export const make = (config: EngineConfig = {}) =>
         if ("problem" in check) {
           const error = { message: check.problem, nodeId: null, original: null }
           const ended = yield* store
-            .settle({ runId: claimed.runId, token }, { next: { _tag: "End", state: "failed", error } })
+            .settle(
+              { runId: claimed.runId, token },
+              {
+                next: {
+                  _tag: "End",
+                  state: "failed",
+                  error,
+                  end: { kind: "launchFailed", by: "engine", nodeId: null, attemptId: null }
+                }
+              }
+            )
             .pipe(Effect.catchTag("ClaimLost", () => Effect.succeed(null)))
           if (ended === null) return Option.none()
           yield* events.publish({ _tag: "LaunchFailed", run: runRefOf(claimed), reason: check.problem })

@@ -3,7 +3,7 @@
  * the successor-turn core (bounded), publish the terminal event of a run that ended durably,
  * and stop on claim loss. The runner calls these under the run's lock.
  */
-import { Deferred, Duration, Effect, Option, Ref, Schedule } from "effect"
+import { Deferred, Duration, Effect, Option, Ref, Schedule, Schema } from "effect"
 import type { ActiveTurnCause, Provenance, TerminalState } from "../domain/source-event.ts"
 import { decide as policy } from "../domain/event-policy.ts"
 import { intentRequest } from "../domain/intent-request.ts"
@@ -11,7 +11,9 @@ import { identify } from "../interruption/intent-ids.ts"
 import { terminalEvent } from "../interruption/run-debts.ts"
 import { cancelledBy } from "../terminal/terminal-outcome.ts"
 import { ABORT_LOCK_BUDGET_MS, withLockBudget } from "../store/database.ts"
+import type { ClaimLost, RunNotFound } from "../store/run-errors.ts"
 import type { HandoffResult, RunRecord } from "../store/run-store.ts"
+import type { StoreFailure } from "../store/store-errors.ts"
 import type { ActiveRun, RunnerDeps, VisitState } from "./active-run.ts"
 
 /** Longest an abort waits for its provenance write (the intent persist has its own bound). */
@@ -23,6 +25,16 @@ export const CLAIM_CHECK_MS = 50
  * conditional statement; normally µs). Past it, the write goes on beside the abort.
  */
 export const HANDOFF_FIRST_MS = 50
+
+/** An abort's provenance write did not answer within its bound; terminal handling retries it. */
+export class ProvenanceNotStored extends Schema.TaggedError<ProvenanceNotStored>()("ProvenanceNotStored", {
+  runId: Schema.String,
+  boundMs: Schema.Number
+}) {
+  override get message() {
+    return `workflow run ${this.runId}: provenance not stored within ${this.boundMs} ms`
+  }
+}
 
 /**
  * Record abort provenance and tell the core, which persists the intent (bounded) and aborts the
@@ -102,7 +114,7 @@ export const interrupt = (
     // the old turn still stops: it must not go on working on a step it no longer owns.
     if (early?._tag === "Superseded") return yield* superseded(deps, run, provenance, reason)
     if (early?._tag === "Ended") ended = endedEvent(early.run)
-    const write: Effect.Effect<HandoffResult | null, unknown> =
+    const write: Effect.Effect<HandoffResult | null, ClaimLost | RunNotFound | StoreFailure> =
       ended !== null
         ? Effect.succeed(null)
         : early !== null
@@ -114,7 +126,7 @@ export const interrupt = (
       withLockBudget(ABORT_LOCK_BUDGET_MS),
       Effect.timeoutFail({
         duration: Duration.millis(PROVENANCE_BOUND_MS),
-        onTimeout: () => new Error(`provenance not stored within ${PROVENANCE_BOUND_MS} ms`)
+        onTimeout: () => new ProvenanceNotStored({ runId: run.runId, boundMs: PROVENANCE_BOUND_MS })
       }),
       Effect.either,
       Effect.tap((result) =>

@@ -7,7 +7,15 @@
 import { Clock, Deferred, Effect, Option, Ref, Schedule } from "effect"
 import type { StoreFailure } from "../store/store-errors.ts"
 import type { ClaimLost } from "../store/run-errors.ts"
-import type { RunError, StepOutcome, StepRecord, StepUpdate } from "../store/run-store.ts"
+import type {
+  EndBy,
+  EndKind,
+  RunEnd,
+  RunError,
+  StepOutcome,
+  StepRecord,
+  StepUpdate
+} from "../store/run-store.ts"
 import { type ActiveRun, newId, type RunnerDeps, type StopRequest, type VisitState } from "./active-run.ts"
 import type { NodeResult } from "./definition.ts"
 import { interrupt, onClaimLost, recordAgentCancel, terminal } from "./interrupt.ts"
@@ -18,6 +26,13 @@ import { withRunnerSettle } from "./runner-settle.ts"
 import { executeVisit, type VisitResult } from "./visit.ts"
 
 type Step = Effect.Effect<string | null, ClaimLost | StoreFailure>
+
+/** The facts a run's end is recorded with (decided here, never read back from its message). */
+const endAt = (
+  kind: EndKind,
+  by: EndBy,
+  at: { readonly nodeId: string | null; readonly attemptId: string | null }
+): RunEnd => ({ kind, by, nodeId: at.nodeId, attemptId: at.attemptId })
 
 const present = (deps: RunnerDeps, run: ActiveRun, result: unknown, turnIntentId: string) =>
   Effect.flatMap(Ref.get(run.memory), (memory) =>
@@ -84,7 +99,12 @@ const conclude = (
       case "Complete": {
         const ended = yield* deps.store.settle(run.fence, {
           ...base,
-          next: { _tag: "End", state: "completed", result: value.output }
+          next: {
+            _tag: "End",
+            state: "completed",
+            result: value.output,
+            end: endAt("completed", "engine", at)
+          }
         })
         yield* remember
         // The run's terminal turn intent first; the presentation is its natural delivery. When
@@ -99,7 +119,11 @@ const conclude = (
       case "TimeOut": {
         const state = decision._tag === "Fail" ? "failed" : "timed_out"
         const error: RunError = { message: decision.message, nodeId: at.nodeId, original: decision.original }
-        const ended = yield* deps.store.settle(run.fence, { ...base, next: { _tag: "End", state, error } })
+        const end = endAt(decision._tag === "Fail" ? "failed" : "timedOut", "engine", at)
+        const ended = yield* deps.store.settle(run.fence, {
+          ...base,
+          next: { _tag: "End", state, error, end }
+        })
         yield* remember
         yield* terminal(deps, run, ended, state, decision.message)
         return null
@@ -151,7 +175,8 @@ const onStop = (
             _tag: "End",
             state: "cancelled",
             error: { message: reason, nodeId: at.nodeId, original: null },
-            cancelledBy: stop.by
+            cancelledBy: stop.by,
+            end: endAt("cancelled", stop.by, { nodeId: at.nodeId ?? boundaryNode, attemptId: at.attemptId })
           }
         })
         // A direct cancel is quiet; an earlier system abort of this run still gets its successor.
@@ -175,7 +200,15 @@ const onStop = (
         const message = `interrupted by the controller: ${stop.reason}`
         const ended = yield* deps.store.settle(run.fence, {
           ...settleVisit(outcome("failed", message), "interrupted"),
-          next: { _tag: "End", state: "failed", error: { message, nodeId: at.nodeId, original: null } }
+          next: {
+            _tag: "End",
+            state: "failed",
+            error: { message, nodeId: at.nodeId, original: null },
+            end: endAt("controllerInterrupted", "controller", {
+              nodeId: at.nodeId ?? boundaryNode,
+              attemptId: at.attemptId
+            })
+          }
         })
         yield* terminal(deps, run, ended, "failed", message)
         return null
@@ -241,7 +274,13 @@ const boundary = (deps: RunnerDeps, run: ActiveRun, nodeId: string, deadlineFrom
           ? `node "${nodeId}" does not exist in the loaded workflow`
           : `the run reached maxSteps (${run.workflow.maxSteps}) before visiting node "${nodeId}"`
       const ended = yield* deps.store.settle(run.fence, {
-        next: { _tag: "End", state: "failed", error: { message, nodeId, original: null } }
+        next: {
+          _tag: "End",
+          state: "failed",
+          error: { message, nodeId, original: null },
+          // A node the loaded workflow lacks is a plain failure; the step budget is its own kind.
+          end: endAt(node === undefined ? "failed" : "maxSteps", "engine", { nodeId, attemptId: null })
+        }
       })
       yield* terminal(deps, run, ended, "failed", message)
       return null

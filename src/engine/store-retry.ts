@@ -26,65 +26,72 @@ import { TimingPolicy } from "../delivery/timing-policy.ts"
 import { isLockFailure, StoreFailure } from "../store/store-errors.ts"
 import type { RunStoreService } from "../store/run-store.ts"
 
-/** Retries after the first attempt in the default policy (each attempt already waits the busy budget). */
-export const LOCK_RETRIES = 4
-
-/** Retried by `TimingPolicy.storeRetry` (default: exponential from 100 ms, `LOCK_RETRIES` times). */
-const retrying = <A, E extends { readonly _tag: string; readonly message: string }, R>(
-  effect: Effect.Effect<A, E, R>
-): Effect.Effect<A, E, R> =>
-  Effect.flatMap(TimingPolicy, (policy) =>
-    Effect.retry(effect, { schedule: policy.storeRetry, while: isLockFailure })
-  )
-
-const defectAsStoreFailure =
-  (operation: string) =>
-  <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E | StoreFailure> =>
-    Effect.catchAllDefect(effect, (defect) =>
-      Effect.fail(
-        new StoreFailure({
-          operation,
-          message: defect instanceof Error ? defect.message : String(defect),
-          cause: defect
-        })
-      )
-    )
-
-export const typedStore = (store: RunStoreService): RunStoreService => {
-  const typed = defectAsStoreFailure
-  return {
-    reserve: (run) => typed("reserve")(store.reserve(run)),
-    nextQueued: (sessionId) => typed("nextQueued")(store.nextQueued(sessionId)),
-    claim: (input) => typed("claim")(store.claim(input)),
-    renew: (fence, leaseMs) => typed("renew")(store.renew(fence, leaseMs)),
-    startStep: (fence, input) => typed("startStep")(store.startStep(fence, input)),
-    openRequest: (fence, input) => typed("openRequest")(store.openRequest(fence, input)),
-    recordInterruption: (fence, p) => typed("recordInterruption")(store.recordInterruption(fence, p)),
-    recordHandoff: (runId, p, options) => typed("recordHandoff")(store.recordHandoff(runId, p, options)),
-    clearInterruption: (fence) => typed("clearInterruption")(store.clearInterruption(fence)),
-    submit: (fence, input) => typed("submit")(store.submit(fence, input)),
-    settle: (fence, settlement) => typed("settle")(store.settle(fence, settlement)),
-    requestPause: (runId) => typed("requestPause")(store.requestPause(runId)),
-    withdrawPause: (runId) => typed("withdrawPause")(store.withdrawPause(runId)),
-    cancel: (runId, by) => typed("cancel")(store.cancel(runId, by)),
-    recordEvent: (runId, event) => typed("recordEvent")(store.recordEvent(runId, event)),
-    events: (runId) => typed("events")(store.events(runId)),
-    get: (runId) => typed("get")(store.get(runId)),
-    listBySession: (sessionId, limit) => typed("listBySession")(store.listBySession(sessionId, limit)),
-    list: (query) => typed("list")(store.list(query)),
-    steps: (runId) => typed("steps")(store.steps(runId)),
-    request: (requestId) => typed("request")(store.request(requestId))
-  }
+/** A store whose every method returns an effect that may fail with `StoreFailure`. */
+type StoreMethods<S> = {
+  readonly [K in keyof S]: S[K] extends (...args: infer P) => Effect.Effect<infer A, infer E, infer R>
+    ? StoreFailure extends E
+      ? (...args: P) => Effect.Effect<A, E, R>
+      : never
+    : never
 }
 
-export const withLockRetries = (store: RunStoreService): RunStoreService => ({
-  ...store,
-  startStep: (fence, input) => retrying(store.startStep(fence, input)),
-  openRequest: (fence, input) => retrying(store.openRequest(fence, input)),
-  clearInterruption: (fence) => retrying(store.clearInterruption(fence)),
-  submit: (fence, input) => retrying(store.submit(fence, input)),
-  settle: (fence, settlement) => retrying(store.settle(fence, settlement))
-})
+/** What happens to the effect of one store call, named by its method; errors stay the call's own. */
+type Around = <A, E, R>(
+  operation: string,
+  effect: Effect.Effect<A, E | StoreFailure, R>
+) => Effect.Effect<A, E | StoreFailure, R>
+
+/**
+ * The store with `around` applied to every method's effect, whatever methods the contract has:
+ * adding a store method needs no edit here.
+ */
+export const aroundEach = <S extends StoreMethods<S>>(store: S, around: Around): S => {
+  const wrapped: Record<string, unknown> = {}
+  for (const [operation, method] of Object.entries(store)) {
+    wrapped[operation] =
+      typeof method === "function"
+        ? (...args: ReadonlyArray<unknown>) => around(operation, Reflect.apply(method, store, args))
+        : method
+  }
+  // Each entry keeps its method's signature: `around` returns the effect's own A, E and R.
+  return wrapped as S
+}
+
+/** A defect (a throw in the store or its driver) as the typed `StoreFailure` it stands for. */
+const defectAsStoreFailure: Around = (operation, effect) =>
+  Effect.catchAllDefect(effect, (defect) =>
+    Effect.fail(
+      new StoreFailure({
+        operation,
+        message: defect instanceof Error ? defect.message : String(defect),
+        cause: defect
+      })
+    )
+  )
+
+export const typedStore = (store: RunStoreService): RunStoreService => aroundEach(store, defectAsStoreFailure)
+
+/** The runner's fenced writes: lock failures retried (see the module comment). */
+const LOCK_RETRIED: ReadonlySet<string> = new Set<keyof RunStoreService>([
+  "startStep",
+  "openRequest",
+  "clearInterruption",
+  "submit",
+  "settle"
+])
+
+/** Retried by `TimingPolicy.storeRetry` (default: exponential from 100 ms, 4 times). */
+const retryingLocks: Around = (operation, effect) =>
+  LOCK_RETRIED.has(operation)
+    ? Effect.flatMap(TimingPolicy, (policy) =>
+        Effect.retry(effect, {
+          schedule: policy.storeRetry,
+          while: (error) => error instanceof StoreFailure && isLockFailure(error)
+        })
+      )
+    : effect
+
+export const withLockRetries = (store: RunStoreService): RunStoreService => aroundEach(store, retryingLocks)
 
 /**
  * `settle`, retried on any store failure on `schedule` (the engine's `TimingPolicy.settleRetry`)

@@ -2,7 +2,7 @@
  * Node timeouts: load-time normalisation of `timeoutMs` and run-time resolution of callbacks
  * (bounded to 30 s). Sleeping goes through Effect's Clock, so tests drive it with TestClock.
  */
-import { Clock, Duration, Effect, Either } from "effect"
+import { Clock, Duration, Effect, Either, Schema } from "effect"
 import type { StepContext, TimeoutMs } from "./definition.ts"
 
 /** The engine default when a node omits `timeoutMs`. */
@@ -55,6 +55,29 @@ const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
 const message = (error: unknown): string => (error instanceof Error ? error.message : String(error))
 
 /**
+ * A `timeoutMs` callback did not give a limit: it threw, its promise rejected, it took longer
+ * than `TIMEOUT_CALLBACK_LIMIT_MS`, or it returned something that is not a limit (`detail`
+ * says what: the thrown message, the rejection, or the value's problem).
+ */
+export class TimeoutCallbackFailed extends Schema.TaggedError<TimeoutCallbackFailed>()(
+  "TimeoutCallbackFailed",
+  {
+    reason: Schema.Literal("threw", "rejected", "tooSlow", "invalidValue"),
+    detail: Schema.String
+  }
+) {
+  override get message() {
+    const what = {
+      threw: `threw: ${this.detail}`,
+      rejected: `rejected: ${this.detail}`,
+      tooSlow: `did not resolve within ${TIMEOUT_CALLBACK_LIMIT_MS / 1000} s`,
+      invalidValue: `returned an invalid value: ${this.detail}`
+    }
+    return `timeoutMs callback ${what[this.reason]}`
+  }
+}
+
+/**
  * Run-time: the limit of one visit, in milliseconds or null. A callback that throws, rejects,
  * returns an invalid value or takes longer than 30 s fails with a description of the problem.
  */
@@ -62,7 +85,7 @@ export const resolveTimeout = (
   spec: TimeoutSpec,
   context: StepContext,
   defaultMs: number = DEFAULT_TIMEOUT_MS
-): Effect.Effect<number | null, string> => {
+): Effect.Effect<number | null, TimeoutCallbackFailed> => {
   switch (spec._tag) {
     case "Default":
       return Effect.succeed(defaultMs)
@@ -73,23 +96,24 @@ export const resolveTimeout = (
     case "Computed":
       return Effect.try({
         try: () => spec.callback(context),
-        catch: (error) => `timeoutMs callback threw: ${message(error)}`
+        catch: (error) => new TimeoutCallbackFailed({ reason: "threw", detail: message(error) })
       }).pipe(
         Effect.flatMap((value) =>
           isPromiseLike(value)
             ? Effect.tryPromise({
                 try: () => Promise.resolve(value),
-                catch: (error) => `timeoutMs callback rejected: ${message(error)}`
+                catch: (error) => new TimeoutCallbackFailed({ reason: "rejected", detail: message(error) })
               })
             : Effect.succeed(value)
         ),
         Effect.timeoutFail({
           duration: Duration.millis(TIMEOUT_CALLBACK_LIMIT_MS),
-          onTimeout: () => `timeoutMs callback did not resolve within ${TIMEOUT_CALLBACK_LIMIT_MS / 1000} s`
+          onTimeout: () => new TimeoutCallbackFailed({ reason: "tooSlow", detail: "" })
         }),
         Effect.flatMap((value) =>
           Either.match(checkTimeoutValue(value), {
-            onLeft: (problem) => Effect.fail(`timeoutMs callback returned an invalid value: ${problem}`),
+            onLeft: (problem) =>
+              Effect.fail(new TimeoutCallbackFailed({ reason: "invalidValue", detail: problem })),
             onRight: Effect.succeed
           })
         )

@@ -189,7 +189,7 @@ const runNode = (deps: RunnerDeps, run: ActiveRun, visit: VisitState) =>
       const limit = yield* resolveTimeout(visit.node.timeout, context, deps.settings.defaultTimeoutMs).pipe(
         Effect.either
       )
-      if (Either.isLeft(limit)) return failed(limit.left)
+      if (Either.isLeft(limit)) return failed(limit.left.message)
       const timeoutMs = limit.right
       yield* updateVisit(run, visit.attemptId, (v) => ({ ...v, timeoutMs }))
       const work =

@@ -12,6 +12,7 @@ import type * as SqlError from "@effect/sql/SqlError"
 import { Effect } from "effect"
 import { CONTROLLER_SCHEMA, controllerSchemaStatements, turnIntentsTable } from "./schema.ts"
 import { TURN_INTENT_COLUMNS } from "./turn-intent-rows.ts"
+import { backfillRunEnds, runEndColumns, terminalImmutable } from "./run-schema.ts"
 
 const COLUMN_LIST = TURN_INTENT_COLUMNS.join(", ")
 
@@ -54,8 +55,22 @@ const turnIntentCauseCompleted = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   Effect.asVoid(upgradeTurnIntentCauses(sql))
 )
 
+/**
+ * Version 3: a run's end as facts (`end_kind`, `end_by`, `end_node_id`, `end_attempt_id`),
+ * backfilled for runs that ended before. Terminal rows are immutable by trigger: it is dropped
+ * for the backfill and recreated, inside the migration's transaction.
+ */
+const runEndFacts = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  for (const statement of runEndColumns("TEXT")) yield* sql.unsafe(statement)
+  yield* sql.unsafe("DROP TRIGGER IF EXISTS workflow_runs_terminal_immutable")
+  yield* sql.unsafe(backfillRunEnds((field) => `json_extract(error_json, '$.${field}')`))
+  yield* sql.unsafe(terminalImmutable)
+})
+
 /** The migrations, by `<id>_<name>`, for `Migrator.fromRecord`. Never renumber or edit a shipped one. */
 export const migrations = {
   "1_controller_store_v1": controllerStoreV1,
-  "2_turn_intent_cause_completed": turnIntentCauseCompleted
+  "2_turn_intent_cause_completed": turnIntentCauseCompleted,
+  "3_run_end_facts": runEndFacts
 }

@@ -130,10 +130,12 @@ export const makeControlWrites = (
             WHERE run_id = ${runId} AND state = 'open'`
           yield* sql`UPDATE workflow_steps SET outcome = 'cancelled', ended_at = ${at}
             WHERE run_id = ${runId} AND outcome IS NULL AND interrupted IS NULL`
-          // The cancelled row keeps who cancelled it (`cancel_requested`).
+          // The cancelled row keeps who cancelled it (`cancel_requested`, `end_by`).
           yield* sql`UPDATE workflow_runs SET state = 'cancelled', error_json = ${JSON.stringify(error)},
               ended_at = ${at}, updated_at = ${at}, claim_token = NULL, claim_expires_at = NULL,
-              pause_requested = 0, cancel_requested = ${by}, parked_reason = NULL
+              pause_requested = 0, cancel_requested = ${by}, parked_reason = NULL,
+              end_kind = 'cancelled', end_by = ${by}, end_node_id = ${run.currentNodeId},
+              end_attempt_id = ${run.currentAttemptId}
             WHERE run_id = ${runId}`
           return { _tag: "Cancelled", run: yield* requireRun(runId) } as const
         })

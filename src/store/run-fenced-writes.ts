@@ -11,12 +11,20 @@ import type { DatabaseService } from "./database.ts"
 import type { makeRunReads } from "./run-reads.ts"
 import { ClaimLost, RequestNotOpen } from "./run-errors.ts"
 import { decodeRequests, decodeSteps, decodeToken, toRequest, toStep } from "./run-rows.ts"
-import type { Fence, RunStoreService, RunTransition } from "./run-store.ts"
+import type { EndKind, Fence, RunStoreService, RunTransition, TerminalRunState } from "./run-store.ts"
 
 export type RunReads = ReturnType<typeof makeRunReads>
 
 export const iso = (millis: number) => new Date(millis).toISOString()
 const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value))
+
+/** The kind of an end that states none: its state's own. */
+const PLAIN_KIND: Record<TerminalRunState, EndKind> = {
+  completed: "completed",
+  failed: "failed",
+  timed_out: "timedOut",
+  cancelled: "cancelled"
+}
 
 /** A row the fence just proved present: its absence is a store fault, not a domain error. */
 export const presentRun = (reads: RunReads) => (runId: string) =>
@@ -129,14 +137,34 @@ export const makeFencedWrites = (
       })
     )
 
-  // A cancelled run keeps who cancelled it (a fact its end is decided by, never its error text);
-  // any other end clears a cancel request it overtook.
-  const cancelledBy = (end: Extract<RunTransition, { readonly _tag: "End" }>) =>
-    end.state !== "cancelled"
-      ? sql`NULL`
-      : end.cancelledBy === undefined
-        ? sql`cancel_requested`
-        : sql`${end.cancelledBy}`
+  type End = Extract<RunTransition, { readonly _tag: "End" }>
+  /** Who cancelled a cancelled run: the end's facts, else `cancelledBy`; undefined when neither says. */
+  const canceller = (end: End) =>
+    end.end?.by === "agent" || end.end?.by === "user" ? end.end.by : end.cancelledBy
+
+  // A cancelled run keeps who cancelled it; any other end clears a cancel request it overtook.
+  const cancelRequested = (end: End) => {
+    if (end.state !== "cancelled") return sql`NULL`
+    const by = canceller(end)
+    return by === undefined ? sql`cancel_requested` : sql`${by}`
+  }
+
+  // The end's facts as the ending states them, or the state's plain kind (see `RunTransition`).
+  const endColumns = (end: End) => {
+    const facts = end.end
+    const by = canceller(end)
+    const endBy =
+      facts !== undefined
+        ? sql`${facts.by}`
+        : end.state !== "cancelled"
+          ? sql`'engine'`
+          : by === undefined
+            ? sql`coalesce(cancel_requested, 'user')`
+            : sql`${by}`
+    return sql`end_kind = ${facts?.kind ?? PLAIN_KIND[end.state]}, end_by = ${endBy},
+      end_node_id = ${facts === undefined ? sql`current_node_id` : sql`${facts.nodeId}`},
+      end_attempt_id = ${facts === undefined ? sql`current_attempt_id` : sql`${facts.attemptId}`}`
+  }
 
   const settle: RunStoreService["settle"] = (fence, s) =>
     fenced(
@@ -186,8 +214,8 @@ export const makeFencedWrites = (
                 ended_at = ${now} WHERE run_id = ${fence.runId} AND state = 'open'`
             yield* sql`UPDATE workflow_runs SET state = ${t.state}, result_json = ${json(t.result)},
                 error_json = ${json(t.error)}, ended_at = ${now}, updated_at = ${now}, claim_token = NULL,
-                claim_expires_at = NULL, pause_requested = 0, cancel_requested = ${cancelledBy(t)},
-                parked_reason = NULL
+                claim_expires_at = NULL, pause_requested = 0, cancel_requested = ${cancelRequested(t)},
+                parked_reason = NULL, ${endColumns(t)}
               WHERE run_id = ${fence.runId}`
             break
           case "Park":

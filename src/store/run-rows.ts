@@ -5,6 +5,8 @@
 import { Option, ParseResult, Schema } from "effect"
 import { Cause } from "../domain/turn-intent.ts"
 import {
+  EndBy,
+  EndKind,
   RunError,
   type RunEvent,
   RunEventKind,
@@ -65,6 +67,10 @@ export const RunRow = Schema.Struct({
   claim_token: Schema.NullOr(Schema.String),
   claim_expires_at: Schema.NullOr(Schema.Number),
   claims: Schema.Number,
+  end_kind: Schema.NullOr(EndKind),
+  end_by: Schema.NullOr(EndBy),
+  end_node_id: Schema.NullOr(Schema.String),
+  end_attempt_id: Schema.NullOr(Schema.String),
   open_request_id: Schema.NullOr(Schema.String),
   step_count: Schema.Number,
   created_at: Schema.String,
@@ -89,6 +95,10 @@ export const toRun = (row: typeof RunRow.Type): RunRecord => ({
   maxSteps: row.max_steps,
   result: row.result_json,
   error: row.error_json,
+  end:
+    row.end_kind === null || row.end_by === null
+      ? null
+      : { kind: row.end_kind, by: row.end_by, nodeId: row.end_node_id, attemptId: row.end_attempt_id },
   pauseRequested: row.pause_requested === 1,
   cancelRequested: row.cancel_requested,
   parkedReason: row.parked_reason,

@@ -53,7 +53,7 @@ const oneActivePerSession = `CREATE UNIQUE INDEX IF NOT EXISTS workflow_runs_one
 const runsBySession = `CREATE INDEX IF NOT EXISTS workflow_runs_by_session
   ON workflow_runs (target_session_id, created_at, run_id)`
 
-const terminalImmutable = `CREATE TRIGGER IF NOT EXISTS workflow_runs_terminal_immutable
+export const terminalImmutable = `CREATE TRIGGER IF NOT EXISTS workflow_runs_terminal_immutable
   BEFORE UPDATE ON workflow_runs
   WHEN OLD.state IN ${TERMINAL}
   BEGIN SELECT RAISE(ABORT, 'terminal workflow runs are immutable'); END`
@@ -124,3 +124,51 @@ export const runSchemaStatements: ReadonlyArray<string> = [
   oneOpenRequestPerRun,
   events
 ]
+
+/**
+ * Schema version 3 (both backends): how a run ended, as facts (`RunEnd`): `end_kind`, `end_by`,
+ * and the node and attempt the run stood at. Added columns, never renamed ones; `textType` is
+ * the backend's text column type.
+ */
+export const runEndColumns = (textType: string): ReadonlyArray<string> => [
+  `ALTER TABLE workflow_runs ADD COLUMN end_kind ${textType} CHECK (end_kind IS NULL OR end_kind IN
+    ('completed', 'failed', 'maxSteps', 'timedOut', 'cancelled', 'launchFailed', 'controllerInterrupted'))`,
+  `ALTER TABLE workflow_runs ADD COLUMN end_by ${textType} CHECK (end_by IS NULL OR end_by IN
+    ('engine', 'agent', 'user', 'controller'))`,
+  `ALTER TABLE workflow_runs ADD COLUMN end_node_id ${textType}`,
+  `ALTER TABLE workflow_runs ADD COLUMN end_attempt_id ${textType}`
+]
+
+/**
+ * The end facts of runs that ended before version 3, from what those rows hold. Releases before
+ * it wrote fixed text markers into the error message; this backfill is the one place that reads
+ * them (nothing after it decides from message text). `errorField` extracts a field of
+ * `error_json` as SQL text in the backend's dialect. The terminal-row trigger must be off.
+ */
+export const backfillRunEnds = (errorField: (field: string) => string): string => {
+  const message = errorField("message")
+  const starts = (marker: string) => `substr(${message}, 1, ${marker.length}) = '${marker}'`
+  const maxSteps = starts("the run reached maxSteps")
+  const controller = starts("interrupted by the controller")
+  // Activation refused the queued run: it failed before any node ran.
+  const launch = `${errorField("nodeId")} IS NULL AND NOT EXISTS (SELECT 1 FROM workflow_steps s
+      WHERE s.run_id = workflow_runs.run_id AND s.outcome IS NOT NULL)`
+  const launchFailed = `state = 'failed' AND NOT (${maxSteps}) AND NOT (${controller}) AND ${launch}`
+  return `UPDATE workflow_runs SET
+    end_kind = CASE
+      WHEN state = 'completed' THEN 'completed'
+      WHEN state = 'timed_out' THEN 'timedOut'
+      WHEN state = 'cancelled' THEN 'cancelled'
+      WHEN ${maxSteps} THEN 'maxSteps'
+      WHEN ${controller} THEN 'controllerInterrupted'
+      WHEN ${launch} THEN 'launchFailed'
+      ELSE 'failed' END,
+    end_by = CASE
+      WHEN state = 'cancelled' THEN coalesce(cancel_requested,
+        CASE WHEN ${starts("cancelled by the agent")} THEN 'agent' ELSE 'user' END)
+      WHEN state = 'failed' AND ${controller} THEN 'controller'
+      ELSE 'engine' END,
+    end_node_id = CASE WHEN ${launchFailed} THEN NULL ELSE current_node_id END,
+    end_attempt_id = current_attempt_id
+  WHERE state IN ${TERMINAL} AND end_kind IS NULL`
+}

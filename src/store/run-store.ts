@@ -35,6 +35,40 @@ export const isTerminal = (state: RunState): state is TerminalRunState =>
 export const StepOutcome = Schema.Literal("ok", "timed_out", "failed", "cancelled")
 export type StepOutcome = typeof StepOutcome.Type
 
+/**
+ * How a run ended, as facts the ending code states (never read back from a message):
+ * - completed: the workflow reached its last step;
+ * - failed: a node failed, or the run stood at a node the loaded workflow lacks;
+ * - maxSteps: the run used up its step budget;
+ * - timedOut: a node reached its time limit;
+ * - cancelled: the agent or the user cancelled it;
+ * - launchFailed: activation refused the queued run before any node ran;
+ * - controllerInterrupted: the workflow controller stopped it.
+ */
+export const EndKind = Schema.Literal(
+  "completed",
+  "failed",
+  "maxSteps",
+  "timedOut",
+  "cancelled",
+  "launchFailed",
+  "controllerInterrupted"
+)
+export type EndKind = typeof EndKind.Type
+
+/** Who ended a run: the engine (the run's own course, or a refused launch), the agent, the user, the controller. */
+export const EndBy = Schema.Literal("engine", "agent", "user", "controller")
+export type EndBy = typeof EndBy.Type
+
+/** A run's end: its kind, who ended it, and the node (and attempt) it stood at then. */
+export const RunEnd = Schema.Struct({
+  kind: EndKind,
+  by: EndBy,
+  nodeId: Schema.NullOr(Schema.String),
+  attemptId: Schema.NullOr(Schema.String)
+})
+export type RunEnd = typeof RunEnd.Type
+
 /** Why a run ended badly: the message, the node it happened at, and the node's own error. */
 export const RunError = Schema.Struct({
   message: Schema.String,
@@ -72,6 +106,8 @@ export interface RunRecord {
   /** The run's result (the last node's output) once completed. */
   readonly result: Option.Option<unknown>
   readonly error: RunError | null
+  /** How the run ended (`end_*` columns); null while it has not ended. */
+  readonly end: RunEnd | null
   readonly pauseRequested: boolean
   /**
    * Who asked to cancel: on a live run, a cancel the runner has not applied yet; on a run that
@@ -210,6 +246,13 @@ export type RunTransition =
       readonly answered?: Provenance
       /** Who cancelled the run (state `cancelled`): kept on the ended row as `cancelRequested`. */
       readonly cancelledBy?: "agent" | "user"
+      /**
+       * How the run ended, recorded on the row. Absent: the state's plain kind (`completed`,
+       * `failed`, `timedOut`, `cancelled`) by the engine, or for a cancel by whoever
+       * `cancelledBy` (else the row's cancel request, else the user) names, at the row's
+       * current node and attempt.
+       */
+      readonly end?: RunEnd
     }
   /** Release the claim; a later resume continues (and reruns an interrupted visit). */
   | { readonly _tag: "Park"; readonly reason: string }

@@ -67,7 +67,7 @@ export const decideRestart = (candidate: RestartCandidate): Either.Either<Lineag
       `the run is ${run.state}, not ended; restart applies only to a run that has ended (use status, or cancel it first)`
     )
   }
-  // Decided from the stored state and who cancelled (the row's `cancelRequested`), never the error text.
+  // Decided from the stored end facts (who ended the run, `end_by`), never the error text.
   const by = cancelledBy(run)
   if (by !== null) {
     const fresh = `a fresh \`start\` of workflow "${run.workflowName}" is still possible if the user asks for the work again`

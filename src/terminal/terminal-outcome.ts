@@ -9,7 +9,7 @@
  */
 import { createHash } from "node:crypto"
 import { Option } from "effect"
-import type { RunRecord, TerminalRunState } from "../store/run-store.ts"
+import { isTerminal, type RunRecord, type TerminalRunState } from "../store/run-store.ts"
 
 /** Why a run ended, as one small closed value (a card field and a fingerprint input). */
 export type ReasonKind =
@@ -44,51 +44,32 @@ export type TerminalRun = Pick<
   | "state"
   | "result"
   | "error"
+  | "end"
   | "startedAt"
   | "stepCount"
-  | "cancelRequested"
 >
 
 /** The terminal state of a run, or null while it has not ended. */
 export const terminalState = (run: Pick<RunRecord, "state">): TerminalRunState | null =>
-  run.state === "completed" ||
-  run.state === "failed" ||
-  run.state === "timed_out" ||
-  run.state === "cancelled"
-    ? run.state
-    : null
+  isTerminal(run.state) ? run.state : null
 
 /**
- * Who cancelled a cancelled run: the row keeps it (`cancelRequested`, written with the end).
- * Rows that ended before the store kept it fall back to the store's own fixed marker in the
- * error it wrote ("cancelled by the agent|user"); a cancellation that names nobody is treated as
- * the user's: stopping is safe.
+ * Who cancelled a cancelled run: the row's end facts (`end_by`). A cancellation whose end names
+ * nobody is treated as the user's: stopping is safe.
  */
-export const cancelledBy = (
-  run: Pick<RunRecord, "state" | "error" | "cancelRequested">
-): "agent" | "user" | null => {
+export const cancelledBy = (run: Pick<RunRecord, "state" | "end">): "agent" | "user" | null => {
   if (run.state !== "cancelled") return null
-  if (run.cancelRequested !== null) return run.cancelRequested
-  return (run.error?.message ?? "").startsWith("cancelled by the agent") ? "agent" : "user"
+  return run.end?.by === "agent" ? "agent" : "user"
 }
 
-export const reasonKind = (run: TerminalRun): ReasonKind | null => {
-  const state = terminalState(run)
-  if (state === null) return null
-  const message = run.error?.message ?? ""
-  switch (state) {
-    case "completed":
-      return "completed"
-    case "timed_out":
-      return "timedOut"
+/** The reason kind of an ended run, from its state and stored end facts only (never its message). */
+export const reasonKind = (run: Pick<RunRecord, "state" | "end">): ReasonKind | null => {
+  if (terminalState(run) === null || run.end === null) return null
+  switch (run.end.kind) {
     case "cancelled":
       return cancelledBy(run) === "agent" ? "agentCancelled" : "userCancelled"
-    case "failed":
-      if (message.startsWith("the run reached maxSteps")) return "maxSteps"
-      if (message.startsWith("interrupted by the controller")) return "controllerInterrupted"
-      // Activation refused the queued run: it failed before any node ran.
-      if (run.stepCount === 0 && (run.error?.nodeId ?? null) === null) return "launchFailed"
-      return "failed"
+    default:
+      return run.end.kind
   }
 }
 

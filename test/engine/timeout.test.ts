@@ -6,7 +6,8 @@ import {
   normalizeTimeout,
   resolveTimeout,
   sleepMillis,
-  TIMEOUT_CALLBACK_LIMIT_MS
+  TIMEOUT_CALLBACK_LIMIT_MS,
+  TimeoutCallbackFailed
 } from "../../src/engine/timeout.ts"
 
 const context: StepContext = {
@@ -96,7 +97,8 @@ describe("resolveTimeout", () => {
 
   it.effect("callbacks returning invalid values, throwing or rejecting fail clearly", () =>
     Effect.gen(function* () {
-      const fail = (callback: unknown) => Effect.flip(resolveTimeout(spec(callback), context))
+      const fail = (callback: unknown) =>
+        Effect.map(Effect.flip(resolveTimeout(spec(callback), context)), (error) => error.message)
       expect(yield* fail(() => 0)).toMatch(/returned an invalid value: .*got 0/)
       expect(yield* fail(() => -5)).toMatch(/invalid value/)
       expect(yield* fail(() => Number.NaN)).toMatch(/got NaN/)
@@ -125,7 +127,10 @@ describe("resolveTimeout", () => {
       expect(fiber.unsafePoll()).toBeNull()
       yield* TestClock.adjust(1)
       const exit = yield* Fiber.await(fiber)
-      expect(exit).toEqual(Exit.fail("timeoutMs callback did not resolve within 30 s"))
+      expect(exit).toEqual(Exit.fail(new TimeoutCallbackFailed({ reason: "tooSlow", detail: "" })))
+      expect(new TimeoutCallbackFailed({ reason: "tooSlow", detail: "" }).message).toBe(
+        "timeoutMs callback did not resolve within 30 s"
+      )
     })
   )
 })

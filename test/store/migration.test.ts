@@ -88,7 +88,8 @@ describe("opening a database of the earlier schema", () => {
         db.prepare("SELECT migration_id, name FROM effect_sql_migrations ORDER BY migration_id").all()
       ).toEqual([
         { migration_id: 1, name: "controller_store_v1" },
-        { migration_id: 2, name: "turn_intent_cause_completed" }
+        { migration_id: 2, name: "turn_intent_cause_completed" },
+        { migration_id: 3, name: "run_end_facts" }
       ])
       expect(JSON.stringify(schema)).not.toContain("workflow_turn_intents_next")
       const created = yield* store.ensure(sampleIntent({ cause: "completed", runId: "run-3" }))

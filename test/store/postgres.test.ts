@@ -68,8 +68,10 @@ describe("opening a PostgreSQL store", () => {
       const intent = yield* a.ensure(sampleIntent())
       expect(Option.getOrNull(yield* b.get(intent.intentId))).toEqual(intent)
       expect(yield* c.list({ limit: 10 })).toEqual([intent])
-      const applied = yield* Effect.promise(() => pgQuery(url, "SELECT name FROM effect_sql_migrations"))
-      expect(applied).toEqual([{ name: "controller_store_v1" }])
+      const applied = yield* Effect.promise(() =>
+        pgQuery(url, "SELECT name FROM effect_sql_migrations ORDER BY migration_id")
+      )
+      expect(applied).toEqual([{ name: "controller_store_v1" }, { name: "run_end_facts" }])
     })
   )
 
@@ -131,7 +133,9 @@ describe("schema versions on PostgreSQL", () => {
       yield* Effect.promise(() => pgQuery(url, "DELETE FROM effect_sql_migrations"))
       const error = yield* Effect.flip(Layer.build(DatabasePg.layer({ url, readonly: true })))
       expect(error._tag).toBe("StoreFailure")
-      expect(error.message).toContain("older schema version (missing migration(s) 1_controller_store_v1)")
+      expect(error.message).toContain(
+        "older schema version (missing migration(s) 1_controller_store_v1, 3_run_end_facts)"
+      )
     })
   )
 })

@@ -19,7 +19,8 @@ import { appliedBy, openAtOnce, opened } from "../races/open-race.ts"
 
 const VERSIONS = [
   { migration_id: 1, name: "controller_store_v1" },
-  { migration_id: 2, name: "turn_intent_cause_completed" }
+  { migration_id: 2, name: "turn_intent_cause_completed" },
+  { migration_id: 3, name: "run_end_facts" }
 ]
 
 const recorded = (path: string) =>
@@ -76,14 +77,14 @@ describe("schema versions (SQLite)", () => {
       yield* Effect.scoped(Effect.flatMap(openStoreAt(path), (store) => store.ensure(sampleIntent())))
       const db = yield* rawDb(path)
       db.prepare(
-        "INSERT INTO effect_sql_migrations (migration_id, name) VALUES (3, 'from_a_later_release')"
+        "INSERT INTO effect_sql_migrations (migration_id, name) VALUES (99, 'from_a_later_release')"
       ).run()
       const before = yield* snapshot(path)
       for (const readonly of [false, true]) {
         const error = yield* openFailure(path, readonly)
         expect(error._tag).toBe("StoreFailure")
         expect(error.message).toContain("newer release")
-        expect(error.message).toContain("3_from_a_later_release")
+        expect(error.message).toContain("99_from_a_later_release")
       }
       expect(yield* snapshot(path)).toEqual(before)
     })
@@ -114,7 +115,7 @@ describe("schema versions (SQLite)", () => {
       const error = yield* openFailure(path, true)
       expect(error._tag).toBe("StoreFailure")
       expect(error.message).toContain("older schema version")
-      expect(error.message).toContain("1_controller_store_v1, 2_turn_intent_cause_completed")
+      expect(error.message).toContain("1_controller_store_v1, 2_turn_intent_cause_completed, 3_run_end_facts")
       expect(yield* snapshotSchema(path)).toEqual(before)
       // A writable open adopts it; read-only opens then succeed.
       yield* Effect.scoped(openStoreAt(path))
@@ -151,7 +152,7 @@ describe("schema versions (SQLite)", () => {
         const outcomes = yield* openAtOnce(path)
         // A failed open shows in the diff with its tag and message.
         expect(outcomes.map(opened)).toEqual(["opened", "opened", "opened", "opened"])
-        expect(appliedBy(outcomes)).toEqual([1, 2])
+        expect(appliedBy(outcomes)).toEqual([1, 2, 3])
         expect(yield* recorded(path)).toEqual(VERSIONS)
       }
     })

@@ -1,8 +1,30 @@
 /** Stored-run fixtures for the pure terminal modules. */
 import { Option } from "effect"
-import type { RunRecord } from "../../src/store/run-store.ts"
+import type { EndBy, EndKind, RunEnd, RunRecord, RunState } from "../../src/store/run-store.ts"
+
+/** An end of `kind` by `by` at node "n" (the facts the store keeps; messages never decide). */
+export const ending = (kind: EndKind, by: EndBy = "engine"): { readonly end: RunEnd } => ({
+  end: { kind, by, nodeId: "n", attemptId: null }
+})
+
+/** The plain end of a terminal state (by the engine; a cancel by the user), none for a live run. */
+const plainEnd = (state: RunState): RunEnd | null => {
+  switch (state) {
+    case "completed":
+      return ending("completed").end
+    case "failed":
+      return ending("failed").end
+    case "timed_out":
+      return ending("timedOut").end
+    case "cancelled":
+      return ending("cancelled", "user").end
+    default:
+      return null
+  }
+}
 
 export const run = (overrides: Partial<RunRecord> = {}): RunRecord => ({
+  end: plainEnd(overrides.state ?? "failed"),
   runId: "20261201T040000Z-build-0a1b2c3d",
   workflowName: "build",
   workflowRef: "build@2",

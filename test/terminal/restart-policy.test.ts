@@ -3,7 +3,7 @@ import { Either } from "effect"
 import { decodeLaunch, encodeLaunch, LAUNCH_SCHEMA, type Lineage } from "../../src/terminal/lineage.ts"
 import { decideRestart, type RestartCandidate } from "../../src/terminal/restart-policy.ts"
 import { reasonKind, terminalFingerprint } from "../../src/terminal/terminal-outcome.ts"
-import { completed, run } from "./fixtures.ts"
+import { completed, ending, run } from "./fixtures.ts"
 
 const loaded = { revision: 2, fingerprint: "sha256:abc" }
 const candidate = (overrides: Partial<RestartCandidate> = {}): RestartCandidate => ({
@@ -80,12 +80,17 @@ describe("terminal fingerprint", () => {
     ).toBe("userCancelled")
     expect(
       reasonKind(
-        run({ state: "cancelled", error: { message: "cancelled by the agent", nodeId: "n", original: null } })
+        run({
+          state: "cancelled",
+          ...ending("cancelled", "agent"),
+          error: { message: "cancelled by the agent", nodeId: "n", original: null }
+        })
       )
     ).toBe("agentCancelled")
     expect(
       reasonKind(
         run({
+          ...ending("maxSteps"),
           error: {
             message: 'the run reached maxSteps (5) before visiting node "x"',
             nodeId: "x",
@@ -96,13 +101,17 @@ describe("terminal fingerprint", () => {
     ).toBe("maxSteps")
     expect(
       reasonKind(
-        run({ error: { message: "interrupted by the controller: ops", nodeId: "x", original: null } })
+        run({
+          ...ending("controllerInterrupted", "controller"),
+          error: { message: "interrupted by the controller: ops", nodeId: "x", original: null }
+        })
       )
     ).toBe("controllerInterrupted")
     expect(
       reasonKind(
         run({
           stepCount: 0,
+          ...ending("launchFailed"),
           error: { message: 'workflow "build" is no longer loaded', nodeId: null, original: null }
         })
       )
@@ -143,19 +152,26 @@ describe("restart policy", () => {
   it("refuses every explicitly cancelled run, the agent's too, decided from the stored fields", () => {
     const error = { message: "cancelled", nodeId: "n", original: null }
     for (const by of ["agent", "user"] as const) {
-      // Who cancelled is the row's `cancelRequested`, whatever the error text says.
-      const refused = refusal(candidate({ run: run({ state: "cancelled", cancelRequested: by, error }) }))
+      // Who cancelled is the row's end facts (`end_by`), whatever the error text says.
+      const refused = refusal(
+        candidate({
+          run: run({ state: "cancelled", ...ending("cancelled", by), cancelRequested: by, error })
+        })
+      )
       expect(refused.reason).toBe(by === "agent" ? "agentCancelled" : "userCancelled")
       expect(refused.message).toContain(`the ${by} cancelled this run`)
       expect(refused.message).toContain('a fresh `start` of workflow "build" is still possible')
     }
-    // A row ended before the store kept who cancelled: the store's own marker in its error.
-    const legacy = run({
+    // The end facts decide, not the message: an agent's cancel whose text says "user" is the agent's.
+    const worded = run({
       state: "cancelled",
-      error: { message: "cancelled by the agent", nodeId: "n", original: null }
+      ...ending("cancelled", "agent"),
+      error: { message: "cancelled by the user", nodeId: "n", original: null }
     })
-    expect(refusal(candidate({ run: legacy })).reason).toBe("agentCancelled")
-    expect(reasonKind(run({ state: "cancelled", cancelRequested: "agent", error }))).toBe("agentCancelled")
+    expect(refusal(candidate({ run: worded })).reason).toBe("agentCancelled")
+    expect(reasonKind(run({ state: "cancelled", ...ending("cancelled", "agent"), error }))).toBe(
+      "agentCancelled"
+    )
   })
 
   it("a completed run (for example a blocked result) may be restarted", () => {
@@ -164,6 +180,7 @@ describe("restart policy", () => {
 
   it("the same ending twice stops the chain at once (repeated identical maxSteps failure)", () => {
     const maxSteps = {
+      ...ending("maxSteps"),
       error: {
         message: 'the run reached maxSteps (10) before visiting node "x"',
         nodeId: "x",

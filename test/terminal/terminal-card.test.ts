@@ -6,7 +6,7 @@ import { CARD_TYPES, RENDERERS, registerDeferredTurnRenderer } from "../../src/e
 import { withDecision } from "../../src/terminal/terminal-messages.ts"
 import { terminalDecision } from "../../src/terminal/terminal-decision.ts"
 import { terminalFingerprint } from "../../src/terminal/terminal-outcome.ts"
-import { completed, run } from "./fixtures.ts"
+import { completed, ending, run } from "./fixtures.ts"
 
 const terminalMessage = (record: Parameters<typeof terminalDecision>[0]) => {
   const decision = terminalDecision(record, null)
@@ -30,6 +30,7 @@ describe("terminal card", () => {
   it("collapsed: workflow, state, run, reason and restarts n/3; no input, result, fingerprint or instructions", () => {
     const record = run({
       input: { secretPlan: "do X" },
+      ...ending("maxSteps"),
       error: { message: 'the run reached maxSteps (3) before visiting node "n"', nodeId: "n", original: null }
     })
     const message = terminalMessage(record)
@@ -66,18 +67,24 @@ describe("terminal card", () => {
       [
         run({
           state: "cancelled",
+          ...ending("cancelled", "agent"),
           error: { message: "cancelled by the agent", nodeId: "n", original: null }
         }),
         "cancelled",
         "reason agentCancelled"
       ],
       [
-        run({ stepCount: 0, error: { message: "workflow gone", nodeId: null, original: null } }),
+        run({
+          stepCount: 0,
+          ...ending("launchFailed"),
+          error: { message: "workflow gone", nodeId: null, original: null }
+        }),
         "failed",
         "reason launchFailed"
       ],
       [
         run({
+          ...ending("maxSteps"),
           error: {
             message: 'the run reached maxSteps (2) before visiting node "n"',
             nodeId: "n",

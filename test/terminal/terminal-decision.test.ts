@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest"
 import type { Lineage } from "../../src/terminal/lineage.ts"
 import { MAX_INPUT_CHARS, MAX_RESULT_CHARS, terminalDecision } from "../../src/terminal/terminal-decision.ts"
 import { terminalFingerprint } from "../../src/terminal/terminal-outcome.ts"
-import { completed, run } from "./fixtures.ts"
+import { completed, ending, run } from "./fixtures.ts"
 
 const decide = (...args: Parameters<typeof terminalDecision>) => {
   const decision = terminalDecision(...args)
@@ -44,6 +44,7 @@ describe("terminal decision content", () => {
       ],
       [
         run({
+          ...ending("maxSteps"),
           error: {
             message: 'the run reached maxSteps (4) before visiting node "n"',
             nodeId: "n",
@@ -64,6 +65,7 @@ describe("terminal decision content", () => {
       [
         run({
           state: "cancelled",
+          ...ending("cancelled", "agent"),
           error: { message: "cancelled by the agent", nodeId: "n", original: null }
         }),
         "agentCancelled",

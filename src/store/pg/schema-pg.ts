@@ -15,6 +15,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { CONTROLLER_SCHEMA } from "../schema.ts"
 import { knownVersions } from "../schema-versions.ts"
+import { backfillRunEnds, runEndColumns } from "../run-schema.ts"
 
 const T = `TEXT COLLATE "C"`
 const ID = (column: string, nullable = false) =>
@@ -252,6 +253,17 @@ export const controllerStoreV1: ReadonlyArray<string> = [
   `INSERT INTO pi_workflows_metadata (key, value) VALUES ('schema', '${CONTROLLER_SCHEMA}')`
 ]
 
+/**
+ * Version 3 (numbered as on SQLite; PostgreSQL has no version 2): a run's end as facts, backfilled
+ * for runs that ended before, with the terminal-row trigger off for the backfill only.
+ */
+export const runEndFactsPg: ReadonlyArray<string> = [
+  ...runEndColumns(T),
+  "ALTER TABLE workflow_runs DISABLE TRIGGER workflow_runs_terminal_immutable",
+  backfillRunEnds((field) => `(error_json::json ->> '${field}')`),
+  "ALTER TABLE workflow_runs ENABLE TRIGGER workflow_runs_terminal_immutable"
+]
+
 const run = (statements: ReadonlyArray<string>) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     Effect.forEach(statements, (s) => sql.unsafe(s), { discard: true })
@@ -263,7 +275,8 @@ const run = (statements: ReadonlyArray<string>) =>
  * their version 2: each backend numbers its own versions.
  */
 export const migrations = {
-  "1_controller_store_v1": run(controllerStoreV1)
+  "1_controller_store_v1": run(controllerStoreV1),
+  "3_run_end_facts": run(runEndFactsPg)
 }
 
 /** The versions this release knows on PostgreSQL. */
