@@ -2,9 +2,7 @@
  * The controller database on PostgreSQL: the same `Database` + `SqlClient` services the SQLite
  * layer provides, so the stores run the same operations against a server several machines share.
  *
- * - Connection: one `pg` pool (`pool-pg.ts`), shared by @effect/sql-pg (transactions, the
- *   migrator) and the fast path of `prepare` (a fixed statement outside a transaction runs as a
- *   named prepared statement on a pooled connection). int8 values (epoch-millisecond columns,
+ * - Connection: one `pg` pool (`pool-pg.ts`) under @effect/sql-pg. int8 values (epoch-millisecond columns,
  *   `count(*)`) are parsed to JS numbers, as SQLite returns them; every one of them is far below
  *   2^53.
  * - `immediate`: one transaction at SERIALIZABLE isolation. SQLite's BEGIN IMMEDIATE serialises
@@ -20,9 +18,7 @@
  *   server runs too long (`statement_timeout`), a transaction left idle by a stopped process
  *   (`idle_in_transaction_session_timeout`), and an answer that never arrives over a stalled
  *   connection (the client's `query_timeout`).
- * - `prepare`: the SQLite text of a statement in PostgreSQL's dialect (see `dialect-pg.ts`):
- *   inside a transaction through the SqlClient (on the transaction's connection), otherwise
- *   through the fast path.
+ * - `lockWait`: outside a transaction, a statement that never reached the server is sent again.
  * - Schema: @effect/sql's Migrator (`schema-pg.ts`), under an advisory lock so two processes
  *   opening a new database at once do not race; a database at this version is only read, one
  *   of a newer release refused (`../schema-versions.ts`).
@@ -39,16 +35,14 @@ import {
   Database,
   type DatabaseService,
   type OpenError,
-  type PreparedStatement,
   storeFailure,
   withLockBudget
 } from "../database.ts"
 import { CONTROLLER_SCHEMA } from "../schema.ts"
 import { DEFAULT_LOCK_BUDGET_MS } from "../../delivery/timing-policy.ts"
-import { toPgDialect } from "./dialect-pg.ts"
 import { compareVersions, newerSchema, recordedVersions, runMigrator } from "../schema-versions.ts"
 import { isConnectionFailure, isSerializationFailure, isUnsent } from "./pg-failures.ts"
-import { makePool, runPrepared } from "./pool-pg.ts"
+import { makePool } from "./pool-pg.ts"
 import { sessionOptions, sessionTimeouts } from "./pg-timeouts.ts"
 import { checkSchema, readOnlyUrl, withConnectionOption } from "./readonly-pg.ts"
 import { KNOWN_PG, migrations } from "./schema-pg.ts"
@@ -192,25 +186,11 @@ const open = (options: PgDatabaseOptions) =>
             )
       )
 
-    const prepared = new Map<string, PreparedStatement>()
-    const prepare = (text: string): PreparedStatement => {
-      let statement = prepared.get(text)
-      if (statement === undefined) {
-        const pgText = toPgDialect(text)
-        // One name per text: each connection prepares it on first use, then only binds.
-        const name = `pi_workflows_${prepared.size + 1}`
-        statement = {
-          all: (params) =>
-            Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) =>
-              Option.isSome(transaction)
-                ? sql.unsafe<object>(pgText, params)
-                : retrying(runPrepared(pool, name, pgText, params), isUnsent)
-            )
-        }
-        prepared.set(text, statement)
-      }
-      return statement
-    }
+    // Outside a transaction, a statement that never reached the server is sent again.
+    const lockWait: NonNullable<DatabaseService["lockWait"]> = (effect) =>
+      Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) =>
+        Option.isSome(transaction) ? effect : retrying(effect, isUnsent)
+      )
 
     // A database at this version is only read; otherwise the versions are read again under the
     // advisory lock, so of processes opening a new database at once one migrates it.
@@ -240,7 +220,7 @@ const open = (options: PgDatabaseOptions) =>
     yield* options.readonly === true ? checkSchema(sql, shown) : migrate
     return {
       sql,
-      database: { filename: shown, immediate, prepare, urgent: withLockBudget } satisfies DatabaseService
+      database: { filename: shown, immediate, urgent: withLockBudget, lockWait } satisfies DatabaseService
     }
   })
 
