@@ -82,7 +82,17 @@ const toIntent = (row: typeof TurnIntentRow.Type): TurnIntent => ({
   deliveryClaimExpiresAt: row.delivery_claim_expires_at
 })
 
-const decodeRows = Schema.decodeUnknown(Schema.Array(TurnIntentRow), { onExcessProperty: "error" })
+const COLUMN_COUNT = TURN_INTENT_COLUMNS.length
+
+/** Exactly the table's column count: with every column present (the Schema checks that), no other. */
+const hasOnlyTableColumns = (rows: ReadonlyArray<unknown>): boolean =>
+  rows.every((row) => typeof row === "object" && row !== null && Object.keys(row).length === COLUMN_COUNT)
+
+// The strict decode (`onExcessProperty: "error"`) costs ~9 µs more per row (docs/bench.md): rows
+// with the table's column count take the plain one, any other shape the strict one, which names
+// the column that does not belong.
+const decodeRows = Schema.decodeUnknown(Schema.Array(TurnIntentRow))
+const decodeRowsStrictly = Schema.decodeUnknown(Schema.Array(TurnIntentRow), { onExcessProperty: "error" })
 
 /** Decode result rows; a row that does not decode is a store fault (StoreFailure), never data. */
 export const decodeIntents =
@@ -90,7 +100,7 @@ export const decodeIntents =
   (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<TurnIntent>, StoreFailure> =>
     rows.length === 0
       ? Effect.succeed([])
-      : Effect.mapBoth(decodeRows(rows), {
+      : Effect.mapBoth((hasOnlyTableColumns(rows) ? decodeRows : decodeRowsStrictly)(rows), {
           onFailure: (error) =>
             new StoreFailure({
               operation,
