@@ -1,9 +1,8 @@
 /**
  * Where the layer's time goes, for one natural claim (`claimForRun`, a re-claim that updates and
  * returns one row): the query path, the row decoding and the argument checks, each timed alone.
- * Each piece is shown next to what the layer did before the fast path (commit 022c026: every
- * query through @effect/sql, a strict Schema row, `Effect.gen` checks), rebuilt here from the
- * same building blocks, so the choice stays explained by this run's numbers.
+ * The layer runs every query through @effect/sql's SqlClient (@effect/sql-sqlite-node) and decodes
+ * rows with a strict Schema; the pieces of that path are timed alone next to the raw floor.
  */
 import { createHash } from "node:crypto"
 import { join } from "node:path"
@@ -12,8 +11,7 @@ import { Cache, Clock, Context, Duration, Effect, Layer, Schema } from "effect"
 import { FallbackFacts, FallbackFactsJson, parseStoredFacts, validateFactsJson } from "../src/domain/facts.ts"
 import { checkId, intentId, invalidId } from "../src/domain/identity.ts"
 import { Cause, LAUNCH_NODE, Resolution } from "../src/domain/turn-intent.ts"
-import { Database } from "../src/store/database.ts"
-import { toIntents, valuesToIntents } from "../src/store/turn-intent-rows.ts"
+import { decodeIntents } from "../src/store/turn-intent-rows.ts"
 import { TurnIntentStore } from "../src/store/turn-intent-store.ts"
 import { layerSqlite } from "../src/store/turn-intent-store-sqlite.ts"
 import { LEASE_MS, workload } from "./fixtures.ts"
@@ -49,7 +47,6 @@ const validateFactsStrict = Schema.decodeUnknown(FallbackFacts, { onExcessProper
 type Key =
   | "floor"
   | "noTriggers"
-  | "fastQuery"
   | "sqlQuery"
   | "sqlNoTracer"
   | "scope"
@@ -59,7 +56,6 @@ type Key =
   | "decodeStrict"
   | "decodeLoose"
   | "decodeLayer"
-  | "decodeObject"
   | "factsSchema"
   | "factsGuard"
   | "rawValues"
@@ -98,9 +94,6 @@ export const breakdownSection: BenchSection = {
     const statement = raw.db.prepare(SQL.claimForRun)
     const row: unknown = statement.all(...params())[0]
     const valueStatement = raw.db.prepare(SQL.claimForRun).raw(true)
-    const valueRow = valueStatement.all(...params())[0]
-    if (!Array.isArray(valueRow)) throw new Error("a raw statement returned no array row")
-    const values = { columns: valueStatement.columns().map((c) => c.name), rows: [valueRow] }
     const factsText = w.raw.factsJson
     const decodeFactsFields = Schema.decodeUnknownEither(FallbackFacts.from)
     const claim = { runId: w.raw.runId, targetSessionId: w.raw.targetSessionId, token, leaseMs: LEASE_MS }
@@ -117,7 +110,7 @@ export const breakdownSection: BenchSection = {
     add(
       "rawValues",
       "query",
-      "raw `stmt.all` with rows as arrays (`stmt.raw(true)`, what the layer steps)",
+      "raw `stmt.all` with rows as arrays (`stmt.raw(true)`)",
       timeSync(loop, () => valueStatement.all(...params()))
     )
     // The immutability triggers are part of the floor too; this is what they cost in it.
@@ -138,20 +131,11 @@ export const breakdownSection: BenchSection = {
         Effect.gen(function* () {
           const layer = yield* Layer.build(layerSqlite({ filename }))
           const sql = Context.get(layer, SqlClient.SqlClient)
-          const prepare = Context.get(layer, Database).prepare
-          if (prepare === undefined) throw new Error("the Database layer has no fast path")
-          const fast = prepare(SQL.claimForRun)
           const semaphore = yield* Effect.makeSemaphore(1)
-          add(
-            "fastQuery",
-            "query",
-            "layer: `Database.prepare(text).values(params)`, stepped in the fiber (no transaction open)",
-            yield* timeEffect(loop, () => fast.values?.(params()) ?? fast.all(params()))
-          )
           add(
             "sqlQuery",
             "query",
-            "`sql.unsafe(text, params)` through @effect/sql (the layer inside a transaction; before: always)",
+            "`sql.unsafe(text, params)` through @effect/sql-sqlite-node's SqlClient (the layer's path)",
             yield* timeEffect(loop, () => sql.unsafe(SQL.claimForRun, params()))
           )
           add(
@@ -194,13 +178,13 @@ export const breakdownSection: BenchSection = {
           add(
             "cache",
             "query · alone",
-            "`Cache.get(sql text)` (sql-sqlite-node's prepare cache; the layer's SqlClient uses a Map)",
+            "`Cache.get(sql text)` (sql-sqlite-node's prepare cache)",
             yield* timeEffect(loop, () => prepareCache.get(SQL.claimForRun))
           )
           add(
             "decodeStrict",
             "decode",
-            'before: Schema row, strict (`onExcessProperty: "error"`)',
+            'Schema row, strict (`onExcessProperty: "error"`), facts by `parseJson` Schema',
             yield* timeEffect(loop, () => decodeStrict([row]))
           )
           add(
@@ -212,14 +196,8 @@ export const breakdownSection: BenchSection = {
           add(
             "decodeLayer",
             "decode",
-            "layer: a value row, column positions once per shape, column checks + facts (`valuesToIntents`)",
-            timeSync(loop, () => valuesToIntents("breakdown", values))
-          )
-          add(
-            "decodeObject",
-            "decode",
-            "layer: the same checks on an object row (inside a transaction, PostgreSQL: `toIntents`)",
-            timeSync(loop, () => toIntents("breakdown", [row]))
+            "layer: `decodeIntents` (the strict Schema row, facts through `parseStoredFacts`)",
+            yield* timeEffect(loop, () => decodeIntents("breakdown")([row]))
           )
           add(
             "factsSchema",
@@ -338,17 +316,14 @@ export const breakdownSection: BenchSection = {
       "",
       "Findings (this run's numbers):",
       "",
-      `1. **Query path.** The layer's direct step costs ${us(get("fastQuery"))} µs: ` +
-        `${us(get("fastQuery") - get("rawValues"))} µs over the raw step on value rows (${us(get("rawValues"))} µs), ` +
-        `which itself saves ${us(floor - get("rawValues"))} µs of the floor's object rows (${us(floor)} µs here). The @effect/sql statement path adds ${us(get("sqlQuery") - floor)} µs: a Scope per query ` +
+      `1. **Query path.** The @effect/sql statement path adds ${us(get("sqlQuery") - floor)} µs over the floor (${us(floor)} µs): a Scope per query ` +
         `${us(get("scope"))}, the connection semaphore ${us(get("semaphore"))}, the \`sql.execute\` span ` +
         `${us(get("span"))}, a prepare-cache lookup ${us(get("cache"))} (together ${us(pieces)}), the rest is fiber ` +
-        `plumbing; with the tracer disabled it is still ${us(get("sqlNoTracer") - floor)} µs. The layer uses it only ` +
-        "while a transaction is open on the connection, where it must join or wait.",
-      `2. **Row decoding**: the strict Schema row cost ${us(get("decodeStrict"))} µs per row ` +
-        `(\`onExcessProperty: "error"\` alone ${us(get("decodeStrict") - get("decodeLoose"))} µs); the layer's column ` +
-        `checks with the same strictness cost ${us(get("decodeLayer"))} µs on a value row, ${us(get("decodeObject"))} µs on ` +
-        `an object row. The facts JSON: \`JSON.parse\` + Schema ${us(get("factsSchema"))} µs, through the predicate ` +
+        `plumbing; with the tracer disabled it is still ${us(get("sqlNoTracer") - floor)} µs. Rows as arrays would save ` +
+        `${us(floor - get("rawValues"))} µs of the floor's object rows.`,
+      `2. **Row decoding**: the strict Schema row costs ${us(get("decodeStrict"))} µs per row ` +
+        `(\`onExcessProperty: "error"\` alone ${us(get("decodeStrict") - get("decodeLoose"))} µs); the layer's decode ` +
+        `(the same row, facts through \`parseStoredFacts\`) ${us(get("decodeLayer"))} µs. The facts JSON: \`JSON.parse\` + Schema ${us(get("factsSchema"))} µs, through the predicate ` +
         `compiled from the same Schema ${us(get("factsGuard"))} µs (src/domain/schema-guard.ts; a failure still goes ` +
         "through the Schema decode, which words it).",
       `3. **Argument checks**: \`Effect.gen\` steps ${us(get("checksGen"))} µs, plain checks in one ` +

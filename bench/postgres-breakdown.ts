@@ -6,16 +6,14 @@
  * 1. a plain client, unnamed statement (parsed and planned by the server on every call);
  * 2. a plain client, named prepared statement (parsed and planned once per connection);
  * 3. a pool: check a connection out and back in around the same named statement;
- * 4. @effect/sql-pg's `sql.unsafe` (the layer's path for every statement before this change:
- *    span, scope, statement compile, pool, unnamed statement);
- * 5. the layer's fast path, `Database.prepare(text).all` (pool, named statement);
- * 6. `TurnIntentStore.get` (adds input checks and row decoding).
+ * 4. @effect/sql-pg's `sql.unsafe` (the layer's path for every statement: span, scope,
+ *    statement compile, pool, unnamed statement);
+ * 5. `TurnIntentStore.get` (adds input checks and row decoding).
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Context, Effect, Layer } from "effect"
 import pg from "pg"
-import { Database } from "../src/store/database.ts"
-import { toPgDialect } from "../src/store/pg/dialect-pg.ts"
+import { toPgDialect } from "./pg-dialect.ts"
 import { layerTurnIntentStorePg } from "../src/store/pg/stores-pg.ts"
 import { TurnIntentStore } from "../src/store/turn-intent-store.ts"
 import { nowUs, workload } from "./fixtures.ts"
@@ -31,8 +29,7 @@ const STEPS = [
   "plain client, unnamed statement",
   "plain client, named statement",
   "pool checkout + named statement",
-  "@effect/sql-pg `sql.unsafe` (the layer's path before)",
-  "layer fast path `Database.prepare(…).all`",
+  "@effect/sql-pg `sql.unsafe` (the layer's path)",
   "`TurnIntentStore.get`"
 ] as const
 type Step = (typeof STEPS)[number]
@@ -45,9 +42,6 @@ export const measureBreakdown = (url: string, plan: Plan, rounds: number): Promi
         const context = yield* Layer.build(layerTurnIntentStorePg({ url }))
         const store = Context.get(context, TurnIntentStore)
         const sql = Context.get(context, SqlClient.SqlClient)
-        const prepare = Context.get(context, Database).prepare
-        if (prepare === undefined) return yield* Effect.die("the PostgreSQL Database has no prepare")
-        const statement = prepare(SQL.get)
         const items = Array.from({ length: plan.ops + plan.warmup }, (_, i) => workload("breakdown", i))
         for (const item of items) yield* store.ensure(item.input)
         const ids = items.map((item) => item.raw.intentId)
@@ -70,8 +64,7 @@ export const measureBreakdown = (url: string, plan: Plan, rounds: number): Promi
                 pooled.release()
               }
             }),
-          "@effect/sql-pg `sql.unsafe` (the layer's path before)": (id) => sql.unsafe(text, [id]),
-          "layer fast path `Database.prepare(…).all`": (id) => statement.all([id]),
+          "@effect/sql-pg `sql.unsafe` (the layer's path)": (id) => sql.unsafe(text, [id]),
           "`TurnIntentStore.get`": (id) => store.get(id)
         }
         const samples = new Map<Step, Array<Summary>>(STEPS.map((step) => [step, []]))

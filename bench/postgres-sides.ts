@@ -4,7 +4,7 @@
  */
 import { Context, Effect, Layer } from "effect"
 import pg from "pg"
-import { toPgDialect } from "../src/store/pg/dialect-pg.ts"
+import { toPgDialect } from "./pg-dialect.ts"
 import { layerTurnIntentStorePg } from "../src/store/pg/stores-pg.ts"
 import { TurnIntentStore, type TurnIntentStoreService } from "../src/store/turn-intent-store.ts"
 import { LEASE_MS, type Workload } from "./fixtures.ts"

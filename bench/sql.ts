@@ -1,26 +1,65 @@
 /**
- * The raw floor: the store's statements, imported from src/store/turn-intent-sql.ts, on
- * a plain better-sqlite3 connection, each prepared once, no checks and no row decoding.
- * `store.ts` verifies that the layer actually sends these texts (and nothing else) per op.
+ * The raw floor: the store's statements, as the layer sends them (src/store/turn-intent-store-sqlite.ts
+ * writes them as `sql` templates), on a plain better-sqlite3 connection, each prepared once, no
+ * checks and no row decoding. `store.ts` verifies that the layer actually sends these texts (and
+ * nothing else) per op.
  */
 import Sqlite from "better-sqlite3"
 import { CONTROLLER_SCHEMA, controllerSchemaStatements } from "../src/store/schema.ts"
-import { claimEligibleSql, listSql, SQL as STORE_SQL } from "../src/store/turn-intent-sql.ts"
 
 /** The row limit the bench's `list` and `claimEligibleForSession` ask for (a constant of the text). */
 export const BENCH_LIMIT = 10
 
-/** The store's own texts; the raw floor only drops the layer around them. */
+/** The store's texts for the bench's calls; the raw floor only drops the layer around them. */
 export const SQL = {
-  ensure: STORE_SQL.insert,
-  get: STORE_SQL.select,
-  list: listSql(true, true, "pending", BENCH_LIMIT),
-  claimForRun: STORE_SQL.claimForRun,
-  release: STORE_SQL.release,
-  makeEligible: STORE_SQL.markEligible,
-  probeEligible: STORE_SQL.probeEligible,
-  claimEligibleForSession: claimEligibleSql(BENCH_LIMIT),
-  resolve: STORE_SQL.resolve
+  ensure: `INSERT INTO workflow_turn_intents (intent_id, source_event_id, run_id, workflow_ref,
+      target_session_id, cause, node_id, attempt_id, fallback_facts_json, requested_at, eligible_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (intent_id) DO NOTHING
+    RETURNING *`,
+  get: "SELECT * FROM workflow_turn_intents WHERE intent_id = ?",
+  list: `SELECT * FROM workflow_turn_intents WHERE (target_session_id = ? AND run_id = ? AND resolved_at IS NULL)
+    ORDER BY requested_at, intent_id LIMIT ${BENCH_LIMIT}`,
+  claimForRun: `UPDATE workflow_turn_intents
+    SET delivery_claim_token = ?, delivery_claim_expires_at = ?
+    WHERE intent_id = (
+      SELECT intent_id FROM workflow_turn_intents
+      WHERE run_id = ? AND target_session_id = ?
+        AND resolved_at IS NULL
+        AND (delivery_claim_token IS NULL OR delivery_claim_expires_at <= ?
+          OR delivery_claim_token = ?)
+      ORDER BY requested_at, intent_id LIMIT 1)
+    RETURNING *`,
+  release: `UPDATE workflow_turn_intents
+    SET delivery_claim_token = NULL, delivery_claim_expires_at = NULL
+    WHERE intent_id = ? AND delivery_claim_token = ?
+      AND resolved_at IS NULL
+    RETURNING intent_id`,
+  makeEligible: `UPDATE workflow_turn_intents
+    SET eligible_at = coalesce(eligible_at, ?),
+        fallback_facts_json = coalesce(?, fallback_facts_json)
+    WHERE intent_id = ? AND resolved_at IS NULL
+    RETURNING *`,
+  probeEligible: `SELECT 1 FROM workflow_turn_intents
+    WHERE target_session_id = ? AND resolved_at IS NULL AND eligible_at IS NOT NULL
+      AND (delivery_claim_token IS NULL OR delivery_claim_expires_at <= ? OR delivery_claim_token = ?)
+    LIMIT 1`,
+  claimEligibleForSession: `UPDATE workflow_turn_intents
+    SET delivery_claim_token = ?, delivery_claim_expires_at = ?
+    WHERE intent_id IN (
+      SELECT intent_id FROM workflow_turn_intents
+      WHERE target_session_id = ?
+        AND resolved_at IS NULL AND eligible_at IS NOT NULL
+        AND (delivery_claim_token IS NULL OR delivery_claim_expires_at <= ?
+          OR delivery_claim_token = ?)
+      ORDER BY eligible_at, intent_id LIMIT ${BENCH_LIMIT})
+    RETURNING *`,
+  resolve: `UPDATE workflow_turn_intents
+    SET resolved_at = ?, resolution = ?,
+        resolution_message_id = ?
+    WHERE intent_id = ? AND resolved_at IS NULL
+      AND delivery_claim_token = ? AND delivery_claim_expires_at > ?
+    RETURNING *`
 } as const
 
 /** The ops the bench times; `probeEligible` is the first statement of `claimEligibleForSession`. */

@@ -3,22 +3,21 @@
  * (turn intents, runs, queue). Opening it sets the pragmas, refuses incompatible state and
  * brings the schema to this release's version (`schema-versions.ts`, `migrations.ts`).
  *
- * The layer owns the better-sqlite3 handle and builds the @effect/sql client over it, so the two
- * access paths below share one connection and one transaction state:
- * - `SqlClient` (and `immediate`): every statement serialised on the connection, joining the
- *   caller's transaction; the general path.
- * - `prepare`: a statement prepared once and stepped directly while no transaction is open on
- *   the connection. better-sqlite3 is synchronous, so such a step cannot interleave with another
- *   fiber's statement; when a transaction is open it goes through the SqlClient instead, which
- *   either joins it (the caller is part of it) or waits for it to end. This skips the per-query
- *   Scope, semaphore, span and cache lookup of the SqlClient (~13 µs, docs/bench.md).
+ * The client and its one connection are @effect/sql-sqlite-node's `SqliteClient`; this module
+ * adds what it lacks on top of it (docs/store.md):
+ * - lock waits that never block the event loop: `busy_timeout = 0` on the connection, and a
+ *   statement or transaction that meets another connection's lock (SQLITE_BUSY) is retried on a
+ *   `Schedule` within the fiber's lock budget (`withLockBudget`, default `busyTimeoutMs`);
+ * - `immediate`: `BEGIN IMMEDIATE … COMMIT` (the client's own transactions begin with `BEGIN`);
+ * - the first-open race: two processes creating a new file at once.
  */
+import { existsSync } from "node:fs"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlError from "@effect/sql/SqlError"
-import * as Statement from "@effect/sql/Statement"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import Sqlite from "better-sqlite3"
-import { Context, Effect, Layer, Option, Scope } from "effect"
+import { Clock, Context, Duration, Effect, Exit, FiberRef, Layer, Option, Schedule, Scope } from "effect"
 import { migrations } from "./migrations.ts"
 import { CONTROLLER_SCHEMA } from "./schema.ts"
 import {
@@ -36,17 +35,6 @@ import {
   StoreFailure,
   storeFailure
 } from "./store-errors.ts"
-import {
-  executeFailed,
-  isBusyError,
-  makeConnection,
-  retryBusy,
-  retryWhileLocked,
-  withLockBudget
-} from "./sqlite-connection.ts"
-
-/** The lock budget helpers (`sqlite-connection.ts`), part of this module's public surface. */
-export { ABORT_LOCK_BUDGET_MS, currentLockBudget, withLockBudget } from "./sqlite-connection.ts"
 
 export interface DatabaseOptions {
   /** Absolute path of the SQLite file (created when missing). */
@@ -69,32 +57,6 @@ export interface DatabaseOptions {
   readonly readonly?: boolean
 }
 
-/** Result rows as arrays of values, in the order of `columns`. */
-export interface ValueRows {
-  /** The result's column names; the same array object on every call while the shape stays. */
-  readonly columns: ReadonlyArray<string>
-  readonly rows: ReadonlyArray<ReadonlyArray<unknown>>
-}
-
-/** One SQL text prepared on the database's connection. */
-export interface PreparedStatement {
-  /** Run it with positional parameters; every result row (RETURNING included), undecoded. */
-  readonly all: (params: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<unknown>, SqlError.SqlError>
-  /**
-   * `all` for a statement that returns rows, each row as its values instead of an object: no
-   * object with a property per column is built per row (docs/bench.md). Optional like
-   * `Database.prepare`; absent, callers use `all`.
-   */
-  readonly values?: (params: ReadonlyArray<unknown>) => Effect.Effect<ValueRows, SqlError.SqlError>
-  /**
-   * `values`, stepped right now when nothing stands in the way: the rows or the driver's error;
-   * undefined when it must wait (a transaction is open, another connection holds the lock) and
-   * `values` is the way. It runs the statement: call it only while an effect runs. Saves the
-   * Effect steps of `values` on the path every store call takes. Optional with `values`.
-   */
-  readonly valuesNow?: (params: ReadonlyArray<unknown>) => ValueRows | SqlError.SqlError | undefined
-}
-
 export interface DatabaseService {
   readonly filename: string
   /**
@@ -104,19 +66,20 @@ export interface DatabaseService {
    */
   readonly immediate: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError.SqlError, R>
   /**
-   * The fast path for a fixed SQL text (see the module comment): same results and the same
-   * transaction semantics as `sql.unsafe(text, params)`, prepared once, on first use.
-   * Optional so that a wrapper or test double may leave it out; callers then use the SqlClient.
-   */
-  readonly prepare?: (text: string) => PreparedStatement
-  /**
    * Run `effect` with its statements waiting at most `busyTimeoutMs` for another connection's
-   * lock (then SQLITE_BUSY, typed) instead of the database's `busyTimeoutMs`. Optional like
-   * `prepare`; absent means no change.
+   * lock (then SQLITE_BUSY, typed) instead of the database's `busyTimeoutMs`. Optional so that
+   * a wrapper or test double may leave it out; absent means no change.
    */
   readonly urgent?: (
     busyTimeoutMs: number
   ) => <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /**
+   * Run one statement (or statements that each apply alone) outside a transaction, waiting for
+   * another connection's lock within the fiber's budget instead of failing at once. Optional:
+   * a backend that waits server-side (PostgreSQL's `lock_timeout`) leaves it out. Use
+   * `waitingForLocks`.
+   */
+  readonly lockWait?: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
 
 export class Database extends Context.Tag("pi-workflow-turns/Database")<Database, DatabaseService>() {
@@ -125,22 +88,11 @@ export class Database extends Context.Tag("pi-workflow-turns/Database")<Database
 
 export type OpenError = StoreFailure | LegacyLaunchNotifications | IncompatibleStore
 
-const isValueRow = (row: unknown): row is ReadonlyArray<unknown> => Array.isArray(row)
-
-const columnNames = (statement: Sqlite.Statement): ReadonlyArray<string> =>
-  statement.columns().map((column) => column.name)
-
-/** Object rows (the SqlClient's) as value rows, named by the first row (one result, one shape). */
-const objectsAsValues = (rows: ReadonlyArray<Record<string, unknown>>): ValueRows => {
-  const columns = rows[0] === undefined ? [] : Object.keys(rows[0])
-  return {
-    columns,
-    // A row with another count keeps its own values: its length tells the decoder.
-    rows: rows.map((row) =>
-      Object.keys(row).length === columns.length ? columns.map((column) => row[column]) : Object.values(row)
-    )
-  }
-}
+/** `effect` with `database`'s lock wait, when it has one (`DatabaseService.lockWait`). */
+export const waitingForLocks =
+  (database: DatabaseService) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    database.lockWait === undefined ? effect : database.lockWait(effect)
 
 /** `immediate`, with an SQL failure (BEGIN, COMMIT, a statement) as this operation's `StoreFailure`. */
 export const immediateAs =
@@ -150,6 +102,108 @@ export const immediateAs =
 
 /** The stores' error mapping (`store-errors.ts`), where the stores have always found it. */
 export { storeFailure } from "./store-errors.ts"
+
+// --- Lock budgets ----------------------------------------------------------------------------
+
+/**
+ * How long (ms) a statement of the current fiber may wait for another connection's lock; null:
+ * the database's `busyTimeoutMs`. `urgent` lowers it for the writes an abort must not wait on.
+ */
+const busyBudget = FiberRef.unsafeMake<number | null>(null)
+
+/** The current fiber's lock budget (ms), null for the database default; other backends honour it too. */
+export const currentLockBudget: Effect.Effect<number | null> = FiberRef.get(busyBudget)
+
+/**
+ * Run `effect` with its statements waiting at most `ms` for another connection's lock (a
+ * fiber-local budget, so it reaches the stores' statements without passing anything).
+ */
+export const withLockBudget =
+  (ms: number) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.locally(effect, busyBudget, Math.max(0, Math.trunc(ms)))
+
+/** The lock budget of the writes an abort makes (its provenance, its intent): well inside 250 ms. */
+export const ABORT_LOCK_BUDGET_MS = 150
+
+const LOCK_CODES: ReadonlySet<unknown> = new Set([
+  "SQLITE_BUSY",
+  "SQLITE_BUSY_SNAPSHOT",
+  "SQLITE_BUSY_RECOVERY",
+  "SQLITE_LOCKED"
+])
+
+/** A driver error (better-sqlite3's `SqliteError`) whose code says another connection holds a lock. */
+const isLockCause = (cause: unknown): boolean =>
+  typeof cause === "object" && cause !== null && "code" in cause && LOCK_CODES.has(cause.code)
+
+const isLockError = (error: unknown): boolean =>
+  error instanceof SqlError.SqlError ? isLockCause(error.cause) : isLockCause(error)
+
+/** Lock waits are a fact about other processes: measured on the wall clock, even under TestClock. */
+const wallClock = Clock.make()
+const LOCK_POLL = Duration.millis(5)
+
+/** `effect` again while it meets a lock, for up to `ms`; the effect itself keeps the caller's clock. */
+const retryOnLock = <A, E, R>(effect: Effect.Effect<A, E, R>, ms: number): Effect.Effect<A, E, R> =>
+  Effect.clockWith((callerClock) =>
+    Effect.retry(Effect.withClock(effect, callerClock), {
+      while: isLockError,
+      schedule: Schedule.spaced(LOCK_POLL).pipe(Schedule.upTo(Duration.millis(Math.max(0, ms))))
+    }).pipe(Effect.withClock(wallClock))
+  )
+
+/**
+ * The lock wait of a database whose default budget is `defaultMs`: on SQLITE_BUSY, retry until
+ * the fiber's budget is spent, then the SQLITE_BUSY stays the (typed) result. Never inside a
+ * transaction: a statement there is not retried alone (the transaction's BEGIN IMMEDIATE, where
+ * the lock is met, is retried with the whole transaction). The happy path costs one `catchIf`.
+ */
+const makeLockWait =
+  (defaultMs: number) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.catchIf(effect, isLockError, (first) =>
+      Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) =>
+        Option.isSome(transaction)
+          ? Effect.fail(first)
+          : Effect.flatMap(currentLockBudget, (budget) => {
+              const ms = budget ?? defaultMs
+              return ms <= 0 ? Effect.fail(first) : retryOnLock(effect, ms)
+            })
+      )
+    )
+
+// --- Transactions ----------------------------------------------------------------------------
+
+/**
+ * `BEGIN IMMEDIATE … COMMIT` on the client's connection, reserved for the whole body (it takes
+ * the client's semaphore, so other fibers' statements wait) and provided as the transaction
+ * connection: the body's statements, child fibers and nested `withTransaction` (savepoints) run
+ * on it. A failed COMMIT is rolled back and returned typed; a failed ROLLBACK after a failed
+ * body keeps the body's failure (SQLite may have rolled back already, e.g. after SQLITE_FULL).
+ * Only waiting for the connection and the body itself are interruptible.
+ */
+const beginImmediate =
+  (sql: SqlClient.SqlClient) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError.SqlError, R> =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const conn = yield* restore(sql.reserve)
+          yield* conn.executeUnprepared("BEGIN IMMEDIATE", [], undefined)
+          const exit = yield* Effect.exit(
+            restore(effect).pipe(Effect.provideService(SqlClient.TransactionConnection, [conn, 0] as const))
+          )
+          const rollback = Effect.ignore(conn.executeUnprepared("ROLLBACK", [], undefined))
+          if (Exit.isFailure(exit)) return yield* Effect.zipRight(rollback, Effect.failCause(exit.cause))
+          const commit = yield* Effect.exit(conn.executeUnprepared("COMMIT", [], undefined))
+          if (Exit.isFailure(commit)) return yield* Effect.zipRight(rollback, Effect.failCause(commit.cause))
+          return exit.value
+        })
+      )
+    ).pipe(Effect.withSpan("Database.immediate", { kind: "client" }))
+
+// --- Open ------------------------------------------------------------------------------------
 
 const legacyCheck = (sql: SqlClient.SqlClient, filename: string) =>
   Effect.gen(function* () {
@@ -227,173 +281,107 @@ const cannotOpen = (filename: string) => (cause: unknown) =>
   new StoreFailure({ operation: "open", message: `cannot open ${filename}: ${String(cause)}`, cause })
 
 /**
- * Open the file in WAL mode, typed (better-sqlite3 throws). The switch needs the file to itself:
- * another process opening a new file at once may hold it (SQLite may say "locked" at once), so
- * it is retried asynchronously for up to `busyMs`, never with SQLite's blocking wait.
+ * Switch the file to WAL on a short-lived handle with no busy wait, before the client opens it.
+ * The switch needs the file to itself: another process creating a new file at once may hold it,
+ * so it is retried asynchronously for up to `busyMs`. The client's connection runs the same
+ * switch in `make`, before its `busy_timeout = 0` can apply, with better-sqlite3's default
+ * synchronous wait of 5 s; on a file already in WAL (persistent) that switch is a no-op.
  */
-const openHandle = (filename: string, readonly: boolean, busyMs: number) =>
-  Effect.acquireRelease(
-    Effect.try({
-      try: () => new Sqlite(filename, { readonly, fileMustExist: readonly, timeout: 0 }),
-      catch: cannotOpen(filename)
-    }),
+const switchToWal = (filename: string, busyMs: number) =>
+  Effect.acquireUseRelease(
+    Effect.try({ try: () => new Sqlite(filename, { timeout: 0 }), catch: cannotOpen(filename) }),
+    (handle) =>
+      retryOnLock(
+        Effect.try({ try: () => handle.pragma("journal_mode = WAL"), catch: (cause) => cause }),
+        busyMs
+      ).pipe(Effect.mapError(cannotOpen(filename))),
     (handle) => Effect.sync(() => handle.close())
-  ).pipe(
-    // A reader cannot change the journal mode; the writer that created the file set WAL.
-    Effect.tap((handle) =>
-      readonly
-        ? Effect.void
-        : Effect.try({ try: () => handle.pragma("journal_mode = WAL"), catch: (cause) => cause }).pipe(
-            retryWhileLocked(busyMs),
-            Effect.mapError(cannotOpen(filename))
-          )
-    )
   )
+
+/**
+ * `SqliteClient.make`, typed (better-sqlite3 throws inside it, a defect) and retried while it
+ * meets another connection's lock. Each attempt has its own scope, so a failed one leaves no
+ * handle open; the one that succeeds lives as long as the caller's scope.
+ */
+const makeClient = (config: SqliteClient.SqliteClientConfig, busyMs: number) => {
+  const attempt = Effect.uninterruptibleMask((restore) =>
+    Effect.gen(function* () {
+      const scope = yield* Scope.make()
+      const made = yield* Effect.exit(
+        restore(Effect.catchAllDefect(Scope.extend(SqliteClient.make(config), scope), Effect.fail))
+      )
+      if (Exit.isFailure(made)) {
+        yield* Scope.close(scope, made)
+        return yield* made
+      }
+      yield* Effect.addFinalizer((exit) => Scope.close(scope, exit))
+      return made.value
+    })
+  )
+  return retryOnLock(attempt, busyMs).pipe(Effect.mapError(cannotOpen(config.filename)))
+}
 
 const open = (options: DatabaseOptions) =>
   Effect.gen(function* () {
-    const normalBusyMs = Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5_000))
-    const db = yield* openHandle(options.filename, options.readonly === true, normalBusyMs)
-    const waitForLock = retryBusy(db, normalBusyMs)
-    const connection = makeConnection(db, waitForLock)
-    // One connection: plain queries hold it for one statement, transactions for their whole body.
-    const semaphore = yield* Effect.makeSemaphore(1)
-    const sql = yield* SqlClient.make({
-      acquirer: semaphore.withPermits(1)(Effect.succeed(connection)),
-      transactionAcquirer: Effect.uninterruptibleMask((restore) =>
-        Effect.as(
-          Effect.zipRight(
-            restore(semaphore.take(1)),
-            Effect.tap(Effect.scope, (scope) => Scope.addFinalizer(scope, semaphore.release(1)))
-          ),
-          connection
-        )
-      ),
-      compiler: Statement.makeCompilerSqlite(),
-      spanAttributes: [["db.system.name", "sqlite"]],
-      // Every transaction takes the write lock up front (see `immediate`).
-      beginTransaction: "BEGIN IMMEDIATE"
-    })
-    // @effect/sql dies when COMMIT or ROLLBACK fails; the connection above already restored a
-    // clean state, so the SqlError is returned as the typed failure it is.
-    const immediate: DatabaseService["immediate"] = (effect) =>
-      sql
-        .withTransaction(effect)
-        .pipe(
-          Effect.catchSomeDefect((defect) =>
-            defect instanceof SqlError.SqlError ? Option.some(Effect.fail(defect)) : Option.none()
-          )
-        )
-
-    const urgent: NonNullable<DatabaseService["urgent"]> = withLockBudget
-
-    const prepare = (text: string): PreparedStatement => {
-      let statement: Sqlite.Statement | undefined
-      let valueStatement: Sqlite.Statement | undefined
-      let columns: ReadonlyArray<string> = []
-      const allRows = (params: ReadonlyArray<unknown>): ReadonlyArray<unknown> => {
-        statement ??= db.prepare(text)
-        return statement.all(...params)
-      }
-      const valueRows = (params: ReadonlyArray<unknown>): ValueRows => {
-        if (valueStatement === undefined) {
-          valueStatement = db.prepare(text).raw(true)
-          columns = columnNames(valueStatement)
-        }
-        const rows = valueStatement.all(...params)
-        if (!rows.every(isValueRow))
-          throw new TypeError("a raw statement returned a row that is not an array")
-        // SQLite re-prepares `*` after a schema change: name the columns of the new shape.
-        if (rows.length > 0 && rows[0]?.length !== columns.length) columns = columnNames(valueStatement)
-        return { columns, rows }
-      }
-      /** One step now: the result, or the driver's error as an SqlError. */
-      const once = <A>(step: () => A): A | SqlError.SqlError => {
-        try {
-          return step()
-        } catch (cause) {
-          return executeFailed(cause)
-        }
-      }
-      const retried = <A>(step: () => A): Effect.Effect<A, SqlError.SqlError> =>
-        waitForLock(
-          Effect.suspend(() => {
-            const result = once(step)
-            return result instanceof SqlError.SqlError ? Effect.fail(result) : Effect.succeed(result)
-          })
-        )
-      // Decided when the effect runs: an open transaction is another fiber's (the SqlClient
-      // waits for it) or the caller's (the SqlClient joins it); never step into it directly.
-      // The common case answers synchronously; only a lock wait goes through the retry.
-      const run = <A>(step: () => A, viaClient: () => Effect.Effect<A, SqlError.SqlError>) =>
-        Effect.suspend((): Effect.Effect<A, SqlError.SqlError> => {
-          if (db.inTransaction) return viaClient()
-          const result = once(step)
-          return !(result instanceof SqlError.SqlError)
-            ? Effect.succeed(result)
-            : isBusyError(result)
-              ? retried(step)
-              : Effect.fail(result)
-        })
-      return {
-        all: (params) =>
-          run(
-            () => allRows(params),
-            () => sql.unsafe(text, params)
-          ),
-        values: (params) =>
-          run(
-            () => valueRows(params),
-            () => Effect.map(sql.unsafe<Record<string, unknown>>(text, params), objectsAsValues)
-          ),
-        valuesNow: (params) => {
-          if (db.inTransaction) return undefined
-          const result = once(() => valueRows(params))
-          return result instanceof SqlError.SqlError && isBusyError(result) ? undefined : result
-        }
-      }
+    const { filename } = options
+    const readonly = options.readonly === true
+    const defaultMs = Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5_000))
+    if (readonly && !existsSync(filename)) {
+      // The client would report a bare SQLITE_CANTOPEN; say what is wrong.
+      return yield* cannotOpen(filename)("the file does not exist")
     }
+    if (!readonly) yield* switchToWal(filename, defaultMs)
+    // A reader cannot change the journal mode; the writer that created the file set WAL.
+    const sql = yield* makeClient({ filename, readonly, disableWAL: readonly }, defaultMs)
+    const lockWait = makeLockWait(defaultMs)
+    const begin = beginImmediate(sql)
+    const immediate: DatabaseService["immediate"] = (effect) =>
+      Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (outer) =>
+        Option.isSome(outer) ? sql.withTransaction(effect) : lockWait(begin(effect))
+      )
 
     // A file at this version is only read (no lock, no DDL); otherwise one BEGIN IMMEDIATE
     // transaction checks again and migrates, so of processes opening a file at once exactly one
     // applies each migration and the others find it recorded.
     const migrate = Effect.gen(function* () {
       const before = compareVersions(KNOWN, yield* recordedVersions)
-      if (before._tag === "Current") return yield* markerCheck(sql, options.filename)
-      if (before._tag === "Newer") return yield* newerSchema(options.filename, KNOWN, before.unknown)
+      if (before._tag === "Current") return yield* markerCheck(sql, filename)
+      if (before._tag === "Newer") return yield* newerSchema(filename, KNOWN, before.unknown)
       yield* immediate(
         Effect.gen(function* () {
           const now = compareVersions(KNOWN, yield* recordedVersions)
-          if (now._tag === "Current") return yield* markerCheck(sql, options.filename)
-          if (now._tag === "Newer") return yield* newerSchema(options.filename, KNOWN, now.unknown)
-          yield* legacyCheck(sql, options.filename)
+          if (now._tag === "Current") return yield* markerCheck(sql, filename)
+          if (now._tag === "Newer") return yield* newerSchema(filename, KNOWN, now.unknown)
+          yield* legacyCheck(sql, filename)
           yield* runMigrator(migrations)
         })
       )
     }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
     // SQLite's own busy handler would wait synchronously, blocking the event loop: fail at once
-    // and let `retryBusy` wait asynchronously (up to `busyTimeoutMs`) instead.
-    const busyTimeout = sql.unsafe("PRAGMA busy_timeout = 0")
+    // and let `lockWait` wait asynchronously (up to the fiber's budget) instead.
+    const busyTimeout = sql`PRAGMA busy_timeout = 0`
     const pragmas = Effect.all([
       busyTimeout,
-      sql.unsafe(`PRAGMA synchronous = ${options.synchronous ?? "NORMAL"}`),
-      sql.unsafe("PRAGMA foreign_keys = ON")
+      sql.unsafe(`PRAGMA synchronous = ${options.synchronous === "FULL" ? "FULL" : "NORMAL"}`),
+      sql`PRAGMA foreign_keys = ON`
     ])
-    const setup: Effect.Effect<void, OpenError | SqlError.SqlError> =
-      options.readonly === true
-        ? Effect.zipRight(busyTimeout, schemaCheck(sql, options.filename))
-        : Effect.zipRight(pragmas, migrate)
+    const setup: Effect.Effect<void, OpenError | SqlError.SqlError> = readonly
+      ? Effect.zipRight(busyTimeout, schemaCheck(sql, filename))
+      : Effect.zipRight(pragmas, migrate)
     yield* setup.pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storeFailure("open")(e))))
-    return {
-      sql,
-      database: { filename: options.filename, immediate, prepare, urgent } satisfies DatabaseService
-    }
+    const database: DatabaseService = { filename, immediate, urgent: withLockBudget, lockWait }
+    return { sql, database }
   })
 
-/** SqlClient + Database on one file and one connection, schema ready. */
-export const layer = (options: DatabaseOptions): Layer.Layer<Database | SqlClient.SqlClient, OpenError> =>
+/** Database, SqliteClient and SqlClient on one file and one connection, schema ready. */
+export const layer = (
+  options: DatabaseOptions
+): Layer.Layer<Database | SqliteClient.SqliteClient | SqlClient.SqlClient, OpenError> =>
   Layer.scopedContext(
     Effect.map(open(options), ({ sql, database }) =>
-      Context.make(Database, database).pipe(Context.add(SqlClient.SqlClient, sql))
+      Context.make(Database, database).pipe(
+        Context.add(SqliteClient.SqliteClient, sql),
+        Context.add(SqlClient.SqlClient, sql)
+      )
     )
   ).pipe(Layer.provide(Reactivity.layer))

@@ -6,7 +6,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect, Either, Layer, Option, type ParseResult, Schema } from "effect"
 import { InvalidInput } from "../domain/errors.ts"
-import { Database, type DatabaseOptions, type OpenError } from "./database.ts"
+import { Database, type DatabaseOptions, type OpenError, waitingForLocks } from "./database.ts"
 import { asStoreFailure } from "./store-errors.ts"
 import {
   type Notification,
@@ -83,6 +83,14 @@ const COLUMNS = "notification_id, run_id, target_session_id, kind, payload_json,
 
 export const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
+  // Writes wait for another connection's lock when the Database in context offers it.
+  const lockWait = Option.match(yield* Effect.serviceOption(Database), {
+    onNone:
+      () =>
+      <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+        effect,
+    onSome: waitingForLocks
+  })
 
   const decoded = (operation: string) => (rows: ReadonlyArray<unknown>) =>
     Effect.map(decodeEach(operation, rows, decodeRow), (found) => found.map(toNotification))
@@ -99,11 +107,11 @@ export const make = Effect.gen(function* () {
         Effect.mapError((error) => new InvalidInput({ field: "payload", message: error.message }))
       )
       const now = iso(yield* Clock.currentTimeMillis)
-      const rows = yield* sql`INSERT INTO workflow_notifications (${sql.literal(COLUMNS)})
+      const rows = yield* lockWait(sql`INSERT INTO workflow_notifications (${sql.literal(COLUMNS)})
           VALUES (${input.notificationId}, ${input.runId}, ${input.targetSessionId}, ${input.payload.kind},
             ${payload}, ${now}, NULL)
           ON CONFLICT (notification_id) DO NOTHING
-          RETURNING notification_id`.pipe(asStoreFailure("insertNotification"))
+          RETURNING notification_id`).pipe(asStoreFailure("insertNotification"))
       return rows.length > 0
     })
 
@@ -122,11 +130,11 @@ export const make = Effect.gen(function* () {
       if (problem !== undefined) return yield* problem
       const now = iso(yield* Clock.currentTimeMillis)
       // One statement marks them all, so two deliverers can never take the same row.
-      const rows = yield* sql`UPDATE workflow_notifications SET delivered_at = ${now}
+      const rows = yield* lockWait(sql`UPDATE workflow_notifications SET delivered_at = ${now}
           WHERE rowid IN (SELECT rowid FROM workflow_notifications
             WHERE target_session_id = ${input.targetSessionId} AND delivered_at IS NULL
             ORDER BY created_at, rowid LIMIT ${input.limit})
-          RETURNING rowid AS seq, ${sql.literal(COLUMNS)}`.pipe(asStoreFailure("takePending"))
+          RETURNING rowid AS seq, ${sql.literal(COLUMNS)}`).pipe(asStoreFailure("takePending"))
       const found = yield* decodeEach("takePending", rows, decodeTakenRow)
       // RETURNING has no defined order: restore creation order (rowid breaks ties).
       return [...found]

@@ -7,7 +7,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect, Option } from "effect"
 import { asStoreFailure, StoreFailure } from "./store-errors.ts"
 import { clearAnsweredAbort } from "./answered-abort.ts"
-import type { DatabaseService } from "./database.ts"
+import { type DatabaseService, waitingForLocks } from "./database.ts"
 import { iso, type RunReads } from "./run-fenced-writes.ts"
 import { decodeRunEvents, toRunEvent } from "./run-rows.ts"
 import { isTerminal, type RunStoreService } from "./run-store.ts"
@@ -18,6 +18,7 @@ export const makeControlWrites = (
   reads: RunReads
 ): Pick<RunStoreService, "recordHandoff" | "recordEvent" | "requestPause" | "withdrawPause" | "cancel"> => {
   const { requireRun } = reads
+  const lockWait = waitingForLocks(db)
 
   // A request of the run at a later step than the aborted attempt: the new owner built and sent
   // (or is sending) its own prompt after the claim changed.
@@ -31,14 +32,15 @@ export const makeControlWrites = (
       const now = iso(yield* Clock.currentTimeMillis)
       const unless = options?.unlessSuperseded === true ? 1 : 0
       // An abort a prompt answered is not outstanding: the handoff's own is recorded instead.
-      yield* clearAnsweredAbort(sql, runId)
-      const rows = yield* sql`UPDATE workflow_runs SET abort_cause = ${p.cause}, abort_node_id = ${p.nodeId},
+      yield* lockWait(clearAnsweredAbort(sql, runId))
+      const rows =
+        yield* lockWait(sql`UPDATE workflow_runs SET abort_cause = ${p.cause}, abort_node_id = ${p.nodeId},
           abort_attempt_id = ${p.attemptId}, abort_interruption = ${p.interruption}, abort_pending = 1,
           interruptions = max(interruptions, ${p.interruption + 1}), updated_at = ${now}
         WHERE run_id = ${runId} AND abort_pending = 0
           AND state NOT IN ('completed', 'failed', 'timed_out', 'cancelled')
           AND NOT (${unless} = 1 AND EXISTS (${laterRequest(runId, p.attemptId)}))
-        RETURNING run_id`
+        RETURNING run_id`)
       const run = yield* requireRun(runId)
       if (rows.length > 0) return { _tag: "Recorded", run } as const
       if (isTerminal(run.state)) return { _tag: "Ended", run } as const

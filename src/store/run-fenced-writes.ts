@@ -7,7 +7,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect } from "effect"
 import { asStoreFailure, StoreFailure } from "./store-errors.ts"
 import { clearAnsweredAbort } from "./answered-abort.ts"
-import type { DatabaseService } from "./database.ts"
+import { type DatabaseService, waitingForLocks } from "./database.ts"
 import type { makeRunReads } from "./run-reads.ts"
 import { ClaimLost, RequestNotOpen } from "./run-errors.ts"
 import { decodeRequests, decodeSteps, decodeToken, toRequest, toStep } from "./run-rows.ts"
@@ -101,11 +101,13 @@ export const makeFencedWrites = (
   const recordInterruption: RunStoreService["recordInterruption"] = (fence, p) =>
     Effect.gen(function* () {
       const now = iso(yield* Clock.currentTimeMillis)
-      const rows = yield* sql`UPDATE workflow_runs SET abort_cause = ${p.cause}, abort_node_id = ${p.nodeId},
+      const rows = yield* waitingForLocks(
+        db
+      )(sql`UPDATE workflow_runs SET abort_cause = ${p.cause}, abort_node_id = ${p.nodeId},
           abort_attempt_id = ${p.attemptId}, abort_interruption = ${p.interruption}, abort_pending = 1,
           interruptions = max(interruptions, ${p.interruption + 1}), updated_at = ${now}
         WHERE run_id = ${fence.runId} AND claim_token = ${fence.token}
-        RETURNING run_id`
+        RETURNING run_id`)
       if (rows.length === 0)
         return yield* new ClaimLost({ runId: fence.runId, operation: "recordInterruption" })
     }).pipe(asStoreFailure("recordInterruption"))

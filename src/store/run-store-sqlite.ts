@@ -8,7 +8,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect, Layer } from "effect"
 import { asStoreFailure, StoreFailure } from "./store-errors.ts"
 import { clearAnsweredAbort } from "./answered-abort.ts"
-import { Database, type DatabaseOptions, type OpenError } from "./database.ts"
+import { Database, type DatabaseOptions, type OpenError, waitingForLocks } from "./database.ts"
 import { makeControlWrites } from "./run-control-writes.ts"
 import { ClaimLost, ClaimRefused, ReservationConflict } from "./run-errors.ts"
 import { iso, makeFencedWrites, presentRun } from "./run-fenced-writes.ts"
@@ -97,9 +97,9 @@ export const make = Effect.gen(function* () {
     Effect.gen(function* () {
       yield* checkLease(leaseMs)
       const now = yield* Clock.currentTimeMillis
-      const rows = yield* sql`UPDATE workflow_runs SET claim_expires_at = ${now + leaseMs}
+      const rows = yield* waitingForLocks(db)(sql`UPDATE workflow_runs SET claim_expires_at = ${now + leaseMs}
           WHERE run_id = ${fence.runId} AND claim_token = ${fence.token}
-          RETURNING pause_requested, cancel_requested`.pipe(Effect.flatMap(decodeFlags))
+          RETURNING pause_requested, cancel_requested`).pipe(Effect.flatMap(decodeFlags))
       const row = rows[0]
       if (row === undefined) return yield* new ClaimLost({ runId: fence.runId, operation: "renew" })
       return { pauseRequested: row.pause_requested === 1, cancelRequested: row.cancel_requested }

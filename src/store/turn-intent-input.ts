@@ -1,13 +1,16 @@
 /**
- * The TurnIntentStore's argument checks: plain functions that return the first InvalidInput (or
- * undefined), run inside one `Effect.suspend` by `checked`. Every store call makes them, so
- * they cost no Effect step each (docs/bench.md); the messages are the contract's.
+ * The TurnIntentStore's argument checks: plain functions that return an InvalidInput (or
+ * undefined), chained with `??` so the first failing one is the error, and `valid` to make that
+ * an effect. The messages are the contract's.
  */
 import { Effect } from "effect"
 import { InvalidInput } from "../domain/errors.ts"
 import { invalidId } from "../domain/identity.ts"
-import { CAUSES, RESOLUTIONS } from "./turn-intent-rows.ts"
+import { Cause, Resolution } from "../domain/turn-intent.ts"
 import { type Claim, MAX_LEASE_MS } from "./turn-intent-store.ts"
+
+const CAUSES: ReadonlySet<string> = new Set(Cause.literals)
+const RESOLUTIONS: ReadonlySet<string> = new Set(Resolution.literals)
 
 export const invalidInteger = (
   field: string,
@@ -49,12 +52,6 @@ export const invalidState = (state: string | undefined): InvalidInput | undefine
     ? undefined
     : new InvalidInput({ field: "state", message: "state must be pending, eligible, resolved or all" })
 
-/** Run the checks when the effect runs; the first failing one is the error. */
-export const checked = <A, E>(
-  check: () => InvalidInput | undefined,
-  run: () => Effect.Effect<A, E>
-): Effect.Effect<A, E | InvalidInput> =>
-  Effect.suspend((): Effect.Effect<A, E | InvalidInput> => {
-    const error = check()
-    return error === undefined ? run() : Effect.fail(error)
-  })
+/** The check's error as a failure; nothing to do when it found none. */
+export const valid = (error: InvalidInput | undefined): Effect.Effect<void, InvalidInput> =>
+  error === undefined ? Effect.void : Effect.fail(error)

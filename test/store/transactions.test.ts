@@ -1,5 +1,5 @@
 /**
- * One transaction path for both stores: every transaction is BEGIN IMMEDIATE, and a transaction
+ * One transaction path for the stores: every `immediate` is BEGIN IMMEDIATE, and a transaction
  * that cannot start (another process holds the write lock, the file is read-only) or cannot
  * commit fails with a typed StoreFailure and leaves the connection usable — never a defect.
  */
@@ -79,14 +79,16 @@ describe("transactions under a foreign write lock", () => {
     })
   )
 
-  it.scoped("every transaction takes the write lock up front (BEGIN IMMEDIATE)", () =>
+  it.scoped("every immediate transaction takes the write lock up front (BEGIN IMMEDIATE)", () =>
     Effect.gen(function* () {
       const filename = yield* tempDbPath
       const { db, sql } = yield* open(filename)
-      // A plain SqlClient transaction holds the write lock before its first write: another
+      // A `Database.immediate` transaction holds the write lock before its first write: another
       // connection cannot start writing while it is open, even though it only read so far.
-      // (A raw connection: a store's effects run inside the transaction would join it.)
-      const seen = yield* sql.withTransaction(
+      // (A raw connection: a store's effects run inside the transaction would join it.) The
+      // client's own `withTransaction` begins with a plain BEGIN (@effect/sql-sqlite-node); the
+      // stores take every transaction through `immediate`.
+      const seen = yield* db.immediate(
         Effect.gen(function* () {
           yield* sql`SELECT 1`
           const other = new BetterSqlite(filename)

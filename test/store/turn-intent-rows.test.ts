@@ -1,12 +1,12 @@
 /**
- * The row decoder works out column positions once per result shape: a result whose columns
- * come in another order (a table rebuilt so) decodes to the same intent, and a shape that is
- * not exactly the table's columns is a StoreFailure.
+ * The row Schema: a row decodes by column name (whatever order the columns come in, e.g. a
+ * table rebuilt so), and a row that is not exactly the table's columns, each of its type, is a
+ * StoreFailure that names the column.
  */
-import { describe, expect, it } from "vitest"
-import { StoreFailure } from "../../src/store/store-errors.ts"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
 import { encodeFactsJson } from "../../src/domain/facts.ts"
-import { TURN_INTENT_COLUMNS, toIntents, valuesToIntents } from "../../src/store/turn-intent-rows.ts"
+import { decodeIntents, TURN_INTENT_COLUMNS } from "../../src/store/turn-intent-rows.ts"
 import { sampleFacts } from "../support/fixtures.ts"
 
 const row: Record<(typeof TURN_INTENT_COLUMNS)[number], unknown> = {
@@ -28,45 +28,44 @@ const row: Record<(typeof TURN_INTENT_COLUMNS)[number], unknown> = {
   delivery_claim_expires_at: 42
 }
 
-const valuesIn = (columns: ReadonlyArray<(typeof TURN_INTENT_COLUMNS)[number]>) => ({
-  columns,
-  rows: [columns.map((column) => row[column])]
-})
+const rowIn = (
+  columns: ReadonlyArray<string>,
+  value: (column: string) => unknown = (c) => row[c as keyof typeof row]
+) => Object.fromEntries(columns.map((column) => [column, value(column)]))
 
-describe("turn intent rows as values", () => {
-  it("decode the same in table order, in another order and as objects", () => {
-    const inOrder = valuesToIntents("get", valuesIn(TURN_INTENT_COLUMNS))
-    const reversed = valuesToIntents("get", valuesIn([...TURN_INTENT_COLUMNS].reverse()))
-    expect(inOrder).not.toBeInstanceOf(StoreFailure)
-    expect(reversed).toEqual(inOrder)
-    expect(toIntents("get", [row])).toEqual(inOrder)
-    expect(inOrder).toEqual([
-      expect.objectContaining({ intentId: "intent-1", attemptId: null, deliveryClaimExpiresAt: 42 })
-    ])
-  })
+const decode = decodeIntents("get")
 
-  it("a missing, an extra or a mistyped column is a StoreFailure naming it", () => {
-    const missing = valuesToIntents("get", valuesIn(TURN_INTENT_COLUMNS.slice(1)))
-    expect(missing).toBeInstanceOf(StoreFailure)
-    expect(missing instanceof StoreFailure && missing.message).toContain("source_event_id")
-    const extra = valuesToIntents("get", {
-      columns: [...TURN_INTENT_COLUMNS, "surprise"],
-      rows: [[...TURN_INTENT_COLUMNS.map((column) => row[column]), "x"]]
+describe("turn intent rows", () => {
+  it.effect("decode the same in table order and in another order", () =>
+    Effect.gen(function* () {
+      const inOrder = yield* decode([rowIn(TURN_INTENT_COLUMNS)])
+      const reversed = yield* decode([rowIn([...TURN_INTENT_COLUMNS].reverse())])
+      expect(reversed).toEqual(inOrder)
+      expect(inOrder).toEqual([
+        expect.objectContaining({ intentId: "intent-1", attemptId: null, deliveryClaimExpiresAt: 42 })
+      ])
+      expect(inOrder[0]?.facts).toEqual(sampleFacts())
     })
-    expect(extra instanceof StoreFailure && extra.message).toContain("surprise")
-    const mistyped = valuesToIntents("get", {
-      columns: TURN_INTENT_COLUMNS,
-      rows: [TURN_INTENT_COLUMNS.map((column) => (column === "run_id" ? 7 : row[column]))]
-    })
-    expect(mistyped instanceof StoreFailure && mistyped.message).toContain("run_id is not text")
-  })
+  )
 
-  it("known facts are reused only for the very text they were stored as", () => {
-    const stored = valuesIn(TURN_INTENT_COLUMNS)
-    const facts = { ...sampleFacts(), reason: "not what the row says" }
-    const other = valuesToIntents("ensure", stored, { json: "{}", facts })
-    expect(other instanceof StoreFailure ? other : other[0]?.facts).toEqual(sampleFacts())
-    const same = valuesToIntents("ensure", stored, { json: encodeFactsJson(sampleFacts()), facts })
-    expect(same instanceof StoreFailure ? same : same[0]?.facts).toBe(facts)
-  })
+  it.effect("a missing, an extra or a mistyped column is a StoreFailure naming it", () =>
+    Effect.gen(function* () {
+      const missing = yield* Effect.flip(decode([rowIn(TURN_INTENT_COLUMNS.slice(1))]))
+      expect(missing._tag).toBe("StoreFailure")
+      expect(missing.message).toContain("intent_id")
+      const extra = yield* Effect.flip(decode([{ ...rowIn(TURN_INTENT_COLUMNS), surprise: "x" }]))
+      expect(extra._tag).toBe("StoreFailure")
+      expect(extra.message).toContain("surprise")
+      const mistyped = yield* Effect.flip(
+        decode([
+          rowIn(TURN_INTENT_COLUMNS, (column) => (column === "run_id" ? 7 : row[column as keyof typeof row]))
+        ])
+      )
+      expect(mistyped.message).toContain("run_id")
+      const badFacts = yield* Effect.flip(
+        decode([{ ...rowIn(TURN_INTENT_COLUMNS), fallback_facts_json: "{}x" }])
+      )
+      expect(badFacts.message).toContain("fallback_facts_json")
+    })
+  )
 })

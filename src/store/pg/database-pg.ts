@@ -36,13 +36,11 @@ import {
   Database,
   type DatabaseService,
   type OpenError,
-  type PreparedStatement,
   storeFailure,
   withLockBudget
 } from "../database.ts"
 import { CONTROLLER_SCHEMA } from "../schema.ts"
 import { DEFAULT_LOCK_BUDGET_MS } from "../../delivery/timing-policy.ts"
-import { toPgDialect } from "./dialect-pg.ts"
 import { compareVersions, newerSchema, recordedVersions, runMigrator } from "../schema-versions.ts"
 import { isConnectionFailure, isSerializationFailure } from "./pg-failures.ts"
 import { sessionTimeouts, sessionUrl } from "./pg-timeouts.ts"
@@ -183,12 +181,6 @@ const open = (options: PgDatabaseOptions) =>
             )
       )
 
-    // Temporary: this branch's TurnIntentStore still prepares SQLite texts; h-sqlite moves it onto `sql` templates and removes `prepare` and dialect-pg.ts, and this goes at that merge.
-    const prepare = (text: string): PreparedStatement => {
-      const pgText = toPgDialect(text)
-      return { all: (params) => sql.unsafe<object>(pgText, params) }
-    }
-
     // A database at this version is only read; otherwise the versions are read again under the
     // advisory lock, so of processes opening a new database at once one migrates it.
     const gate = Effect.flatMap(recordedVersions, (recorded) => {
@@ -217,7 +209,7 @@ const open = (options: PgDatabaseOptions) =>
     yield* options.readonly === true ? checkSchema(sql, shown) : migrate
     return {
       sql,
-      database: { filename: shown, immediate, prepare, urgent: withLockBudget } satisfies DatabaseService
+      database: { filename: shown, immediate, urgent: withLockBudget } satisfies DatabaseService
     }
   })
 

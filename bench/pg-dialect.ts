@@ -1,5 +1,5 @@
 /**
- * The turn intent store's fixed statements (`../turn-intent-sql.ts`) in PostgreSQL's dialect.
+ * Bench only: the SQLite texts of bench/sql.ts in PostgreSQL dialect, for its floor clients.
  * Most differ only in placeholders (`?` → `$n`). The two claims differ in substance: under READ
  * COMMITTED, `UPDATE … WHERE intent_id IN (SELECT … LIMIT n)` lets two claimants pick the same
  * rows from their snapshots, and the second one's UPDATE, after waiting for the first one's row
