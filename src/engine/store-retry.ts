@@ -57,6 +57,7 @@ export const typedStore = (store: RunStoreService): RunStoreService => {
     nextQueued: (sessionId) => typed("nextQueued")(store.nextQueued(sessionId)),
     claim: (input) => typed("claim")(store.claim(input)),
     renew: (fence, leaseMs) => typed("renew")(store.renew(fence, leaseMs)),
+    control: (fence) => typed("control")(store.control(fence)),
     startStep: (fence, input) => typed("startStep")(store.startStep(fence, input)),
     openRequest: (fence, input) => typed("openRequest")(store.openRequest(fence, input)),
     recordInterruption: (fence, p) => typed("recordInterruption")(store.recordInterruption(fence, p)),
