@@ -23,6 +23,7 @@ import { abortSection } from "./abort.ts"
 import { breakdownSection } from "./breakdown.ts"
 import { listIndexSection } from "./list-index.ts"
 import { memorySection } from "./memory.ts"
+import { piChainSection } from "./pi-chain.ts"
 import { piDeliverySection } from "./pi-delivery.ts"
 import { piStartupSection } from "./pi-startup.ts"
 import { postgresSection } from "./postgres.ts"
@@ -41,7 +42,8 @@ const SECTIONS: ReadonlyArray<BenchSection> = [
   memorySection,
   abortSection,
   piDeliverySection,
-  piStartupSection
+  piStartupSection,
+  piChainSection
 ]
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")

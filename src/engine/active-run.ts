@@ -50,10 +50,15 @@ export interface RunMemory {
    * the run's end clears it (`RunTransition.End.answered`) instead of reusing it.
    */
   readonly answered: Provenance | null
-  readonly outputs: Readonly<Record<string, unknown>>
-  readonly results: Readonly<Record<string, NodeResult>>
+  /**
+   * `outputs`, `results` and `history` grow in place, one entry per finished visit (copying them
+   * at every step made a step cost as much as the run so far). A node's context holds these very
+   * objects, as it always did; a reference a node keeps past its visit sees later steps too.
+   */
+  readonly outputs: Record<string, unknown>
+  readonly results: Record<string, NodeResult>
   /** Finished visits in step order (what `StepContext.history` shows). */
-  readonly history: ReadonlyArray<VisitRecord>
+  readonly history: Array<VisitRecord>
   /** Visits with an outcome (what maxSteps counts). */
   readonly finished: number
   readonly claimLostReported: boolean

@@ -18,6 +18,7 @@ import type {
 } from "../store/run-store.ts"
 import { type ActiveRun, newId, type RunnerDeps, type StopRequest, type VisitState } from "./active-run.ts"
 import type { NodeResult } from "./definition.ts"
+import { yieldToEventLoop } from "./event-loop.ts"
 import { interrupt, onClaimLost, recordAgentCancel, terminal } from "./interrupt.ts"
 import { presentRun } from "./presentation.ts"
 import { decide } from "./routing.ts"
@@ -80,17 +81,15 @@ const conclude = (
       ...(step === undefined ? {} : { step }),
       ...(closeRequest === undefined ? {} : { closeRequest })
     }
-    const remember = Ref.update(run.memory, (m) => ({
-      ...m,
-      visit: null,
-      finished: m.finished + 1,
-      results: { ...m.results, [at.nodeId]: result },
-      // A step rerouted after a takeover is already in the history rebuilt from its record.
-      history: m.history.some((visit) => visit.attemptId === at.attemptId)
-        ? m.history
-        : [...m.history, { nodeId: at.nodeId, ...result }],
-      outputs: outcome === "ok" ? { ...m.outputs, [at.nodeId]: value.output } : m.outputs
-    }))
+    // O(1) per step: the finished visit is added in place (see RunMemory).
+    const remember = Ref.update(run.memory, (m) => {
+      m.results[at.nodeId] = result
+      if (outcome === "ok") m.outputs[at.nodeId] = value.output
+      // A step rerouted after a takeover is already in the history rebuilt from its record, as
+      // its last visit (it was the run's newest attempt): one comparison, not a scan of the run.
+      if (m.history.at(-1)?.attemptId !== at.attemptId) m.history.push({ nodeId: at.nodeId, ...result })
+      return { ...m, visit: null, finished: m.finished + 1 }
+    })
     switch (decision._tag) {
       case "Next":
         yield* deps.store.settle(run.fence, { ...base, next: { _tag: "Continue", nodeId: decision.nodeId } })
@@ -256,13 +255,17 @@ const boundary = (deps: RunnerDeps, run: ActiveRun, nodeId: string, deadlineFrom
   Effect.gen(function* () {
     const pending = yield* Deferred.poll(run.stop)
     if (Option.isSome(pending)) return yield* onStop(deps, run, null, yield* pending.value, nodeId)
-    const record = yield* deps.store.get(run.runId)
-    if (Option.isNone(record) || record.value.claimToken !== run.fence.token)
-      return yield* onClaimLost(deps, run)
-    if (record.value.cancelRequested !== null) {
-      return yield* onStop(deps, run, null, { _tag: "Cancel", by: record.value.cancelRequested }, nodeId)
+    // The claim and its control requests only: the whole row (snapshot, step count) costs O(run).
+    const control = yield* deps.store.control(run.fence).pipe(
+      Effect.map(Option.some),
+      Effect.catchTag("ClaimLost", () => Effect.succeedNone)
+    )
+    if (Option.isNone(control)) return yield* onClaimLost(deps, run)
+    const flags = control.value
+    if (flags.cancelRequested !== null) {
+      return yield* onStop(deps, run, null, { _tag: "Cancel", by: flags.cancelRequested }, nodeId)
     }
-    if (record.value.pauseRequested) {
+    if (flags.pauseRequested) {
       yield* deps.store.settle(run.fence, { next: { _tag: "Hold" } })
       return null
     }
@@ -391,6 +394,8 @@ export const runClaimed = (
       if (visit === null) return
       const result = yield* executeVisit(deps, run, visit)
       next = yield* run.lock.withPermits(1)(settleVisit(deps, run, visit, result))
+      // Between steps, not under the run's lock: Pi's RPC, TUI and Escape get their turn.
+      if (next !== null) yield* yieldToEventLoop
     }
   }).pipe(
     Effect.scoped,

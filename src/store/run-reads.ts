@@ -7,8 +7,9 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type * as Statement from "@effect/sql/Statement"
 import { Effect, Option } from "effect"
-import { RunNotFound } from "./run-errors.ts"
+import { ClaimLost, RunNotFound } from "./run-errors.ts"
 import {
+  decodeFlags,
   decodeRequests,
   decodeRunEvents,
   decodeRuns,
@@ -62,6 +63,22 @@ export const makeRunReads = (sql: SqlClient.SqlClient) => {
 
   const get: RunStoreService["get"] = (runId) => findRun(runId).pipe(asStoreFailure("get"))
 
+  const control: RunStoreService["control"] = (fence) =>
+    sql`SELECT pause_requested, cancel_requested FROM workflow_runs
+        WHERE run_id = ${fence.runId} AND claim_token = ${fence.token}`.pipe(
+      Effect.flatMap(decodeFlags),
+      Effect.flatMap((rows) => {
+        const row = rows[0]
+        return row === undefined
+          ? new ClaimLost({ runId: fence.runId, operation: "control" })
+          : Effect.succeed({
+              pauseRequested: row.pause_requested === 1,
+              cancelRequested: row.cancel_requested
+            })
+      }),
+      asStoreFailure("control")
+    )
+
   const listBySession: RunStoreService["listBySession"] = (sessionId, limit) =>
     sql`${runsWhere(sql`r.target_session_id = ${sessionId}`)}
         ORDER BY r.created_at DESC, r.run_id DESC LIMIT ${boundedLimit(limit)}`.pipe(
@@ -98,5 +115,17 @@ export const makeRunReads = (sql: SqlClient.SqlClient) => {
       asStoreFailure("request")
     )
 
-  return { runsWhere, findRun, requireRun, get, nextQueued, events, listBySession, list, steps, request }
+  return {
+    runsWhere,
+    findRun,
+    requireRun,
+    get,
+    control,
+    nextQueued,
+    events,
+    listBySession,
+    list,
+    steps,
+    request
+  }
 }

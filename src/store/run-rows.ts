@@ -39,13 +39,35 @@ const OptionalJson = Schema.transformOrFail(
 )
 const Flag = Schema.Literal(0, 1)
 
+/**
+ * The definition snapshot, parsed once per distinct text. Every full read of a run carries it
+ * (the runner's `settle` reads the run back at each step), and parsing a large workflow's
+ * snapshot per step made a step cost as much as the workflow. Records share the parsed value,
+ * which nothing changes.
+ */
+let lastSnapshot: { readonly text: string; readonly value: unknown } | null = null
+const SnapshotJson = Schema.transformOrFail(Schema.String, Schema.Unknown, {
+  strict: true,
+  decode: (text, _options, ast) => {
+    if (lastSnapshot?.text === text) return ParseResult.succeed(lastSnapshot.value)
+    try {
+      const value: unknown = JSON.parse(text)
+      lastSnapshot = { text, value }
+      return ParseResult.succeed(value)
+    } catch (error) {
+      return ParseResult.fail(new ParseResult.Type(ast, text, `invalid JSON: ${String(error)}`))
+    }
+  },
+  encode: (value) => ParseResult.succeed(JSON.stringify(value))
+})
+
 export const RunRow = Schema.Struct({
   run_id: Schema.String,
   workflow_name: Schema.String,
   workflow_ref: Schema.String,
   revision: Schema.NullOr(Schema.Number),
   source_fingerprint: Schema.String,
-  snapshot_json: Json,
+  snapshot_json: SnapshotJson,
   target_session_id: Schema.String,
   origin: Schema.Literal("tool", "command"),
   input_json: Json,

@@ -114,6 +114,7 @@ export const make = Effect.gen(function* () {
     ...controlWrites,
     events: reads.events,
     get: reads.get,
+    control: reads.control,
     listBySession: reads.listBySession,
     list: reads.list,
     steps: reads.steps,

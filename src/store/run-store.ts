@@ -308,6 +308,12 @@ export interface RunStoreService {
     readonly takeoverFrom?: string
   }) => Effect.Effect<RunRecord, RunNotFound | ClaimRefused | StoreFailure>
   readonly renew: (fence: Fence, leaseMs: number) => Fenced<ControlFlags>
+  /**
+   * The runner's step-boundary check: the claim still held and its control requests, read
+   * without the rest of the row (no snapshot, no step count), so a step costs the same at any
+   * length of the run or size of its workflow.
+   */
+  readonly control: (fence: Fence) => Fenced<ControlFlags>
 
   // Runner writes (fenced)
   readonly startStep: (

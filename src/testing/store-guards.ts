@@ -40,6 +40,7 @@ export const guardRunStore = (
   nextQueued: (sessionId) => guard("nextQueued")(store.nextQueued(sessionId)),
   claim: (input) => guard("claim")(store.claim(input)),
   renew: (fence, leaseMs) => guard("renew")(store.renew(fence, leaseMs)),
+  control: (fence) => guard("control")(store.control(fence)),
   startStep: (fence, input) => guard("startStep")(store.startStep(fence, input)),
   openRequest: (fence, input) => guard("openRequest")(store.openRequest(fence, input)),
   recordInterruption: (fence, p) => guard("recordInterruption")(store.recordInterruption(fence, p)),
