@@ -5,7 +5,7 @@ import { InvalidWorkflowInput } from "../engine/errors.ts"
 import { redactText } from "../domain/redact.ts"
 import { clipCodePoints as clip } from "../domain/text-bounds.ts"
 import { MAX_ERROR_CHARS } from "./text-bounds.ts"
-import { duration, relative } from "./time-text.ts"
+import { duration, relative } from "../domain/time-text.ts"
 
 export interface Reply {
   readonly text: string

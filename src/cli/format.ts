@@ -4,7 +4,7 @@
  * TTY, and never when NO_COLOR is set), so the output is the same in tests and in scripts.
  */
 
-import { duration, relative } from "../app/time-text.ts"
+import { duration, relative } from "../domain/time-text.ts"
 import { redactText } from "../domain/redact.ts"
 import { clipCodePoints } from "../domain/text-bounds.ts"
 

@@ -25,6 +25,7 @@ import { decide } from "./routing.ts"
 import { deadlineOrigin, SUPERSEDED } from "./step-deadline.ts"
 import { withRunnerSettle } from "./runner-settle.ts"
 import { executeVisit, type VisitResult } from "./visit.ts"
+import { duration } from "../domain/time-text.ts"
 
 type Step = Effect.Effect<string | null, ClaimLost | StoreFailure>
 
@@ -240,7 +241,7 @@ const settleVisit = (deps: RunnerDeps, run: ActiveRun, started: VisitState, raw:
         return yield* conclude(deps, run, at, "failed", { error: raw.error }, step, "failed")
       }
       case "TimedOut": {
-        const error = `timed out after ${raw.timeoutMs} ms`
+        const error = `timed out after ${duration(raw.timeoutMs)}`
         if (visit.node.type === "agent" && visit.delivered) {
           yield* interrupt(deps, run, visit, "timedOut", `step "${visit.nodeId}" ${error}`)
         }

@@ -53,6 +53,10 @@ export const chainOutcome = (run: RunRecord): ChainOutcome | null => {
 }
 
 /** The lineage a restart of `candidate.run` gets, or why it may not be restarted. */
+/** ` (revision 3 → 4)` when either side has a revision; nothing when neither does. */
+const revisionChange = (was: number | null, now: number | null): string =>
+  was === null && now === null ? "" : ` (revision ${was ?? "unset"} → ${now ?? "unset"})`
+
 export const decideRestart = (candidate: RestartCandidate): Either.Either<Lineage, RestartRefused> => {
   const { run, lineage } = candidate
   const refuse = (reason: RestartRefused["reason"], detail: string) =>
@@ -93,8 +97,8 @@ export const decideRestart = (candidate: RestartCandidate): Either.Either<Lineag
   if (candidate.loaded.revision !== run.revision || candidate.loaded.fingerprint !== run.sourceFingerprint) {
     return refuse(
       "sourceGone",
-      `workflow "${run.workflowName}" changed since this run (revision ${run.revision ?? "none"} → ` +
-        `${candidate.loaded.revision ?? "none"}); start a new run instead if the user wants one`
+      `workflow "${run.workflowName}" changed since this run${revisionChange(run.revision, candidate.loaded.revision)}; ` +
+        "start a new run instead if the user wants one"
     )
   }
   const restarts = restartCount(lineage)

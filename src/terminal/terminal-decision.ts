@@ -120,7 +120,7 @@ export const terminalDecision = (run: RunRecord, lineage: Lineage | null): Termi
   const restartable = refusal === null
   const restarts = restartCount(lineage)
   const lines = [
-    `Workflow run ended: "${run.workflowName}" (revision ${run.revision ?? "none"}), run ${run.runId}.`,
+    `Workflow run ended: "${run.workflowName}"${run.revision === null ? "" : ` (revision ${run.revision})`}, run ${run.runId}.`,
     `- terminal state: ${state}`,
     `- reason: ${kind} (${REASON_TEXT[kind]})`
   ]

@@ -16,6 +16,7 @@ import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { tempDbPath } from "../support/temp-db.ts"
 import { FALLBACK, STEP } from "./support.ts"
+import { duration } from "../../src/domain/time-text.ts"
 
 const LIMIT = 10_000
 
@@ -97,7 +98,7 @@ describe("a step's durable deadline after a takeover", () => {
           yield* TestClock.adjust(1)
           const done = yield* engine.await(runId)
           expect(done.state).toBe("timed_out")
-          expect(done.error?.message).toContain(`timed out after ${LIMIT} ms`)
+          expect(done.error?.message).toContain(`timed out after ${duration(LIMIT)}`)
           expect((yield* classifySettle(true)).userHold).toBe(false)
           yield* fake.settle({ aborted: true })
           yield* afterSettle(false)

@@ -10,6 +10,7 @@ import { MAX_FALLBACKS } from "../../src/builtins/fallback-budget.ts"
 import type { Stage } from "../../src/builtins/fallback-route.ts"
 import { makeHarness, SESSION } from "../engine/support/harness.ts"
 import { drive, HAPPY, LONG_LEASE, limitOf, type Script, submit, TIME_OUT } from "./support.ts"
+import { duration } from "../../src/domain/time-text.ts"
 
 const HOUR = 3_600_000
 const TASK = { task: "add a --verbose flag", plan: "parse the flag, print more", repo: "/tmp/repo" }
@@ -67,7 +68,7 @@ describe("autoimplement: fallback routes", () => {
       )
       expect(run.result).toMatchObject({
         status: "blocked",
-        timeouts: [{ nodeId: "ci", error: `timed out after ${HOUR} ms` }],
+        timeouts: [{ nodeId: "ci", error: `timed out after ${duration(HOUR)}` }],
         fallbacks: [{ route: "blocked", reason: "chose blocked" }]
       })
     })
@@ -184,7 +185,7 @@ describe("autoimplement: the fallback budget", () => {
       expect(timedOut.state).toBe("timed_out")
       expect(timedOut.error).toMatchObject({
         nodeId: "fallback",
-        original: `timed out after ${limitOf("fallback")} ms`
+        original: `timed out after ${duration(limitOf("fallback"))}`
       })
 
       const runId = yield* h.launch("autoimplement", TASK)

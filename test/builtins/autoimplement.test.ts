@@ -11,6 +11,7 @@ import { snapshotOf } from "../../src/engine/snapshot.ts"
 import { loadWorkflow } from "../../src/engine/validate.ts"
 import { makeHarness, SESSION } from "../engine/support/harness.ts"
 import { CANCEL, drive, HAPPY, LONG_LEASE, limitOf, OK, type Script, submit, TIME_OUT } from "./support.ts"
+import { duration } from "../../src/domain/time-text.ts"
 
 const HOUR = 3_600_000
 const TASK = { task: "add a --verbose flag", plan: "parse the flag, print more", repo: "/tmp/repo" }
@@ -182,13 +183,13 @@ describe("autoimplement: timeouts, failures, cancellation", () => {
         expect(run.prompts).toEqual([...upTo(stage), "fallback"])
         const fallbackText = run.texts.at(-1) ?? ""
         expect(fallbackText).toContain(`The stage "${stage}" timed out`)
-        expect(fallbackText).toContain(`timed out after ${limitOf(stage)} ms`)
+        expect(fallbackText).toContain(`timed out after ${duration(limitOf(stage))}`)
         expect(fallbackText).toContain("Change nothing")
         expect(run.state).toBe("completed")
         expect(run.result).toMatchObject({
           status: "blocked",
           reason: "the timeout fallback found no safe route: chose blocked",
-          timeouts: [{ nodeId: stage, error: `timed out after ${limitOf(stage)} ms` }]
+          timeouts: [{ nodeId: stage, error: `timed out after ${duration(limitOf(stage))}` }]
         })
       }
     })

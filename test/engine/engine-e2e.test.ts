@@ -76,7 +76,7 @@ describe("end to end: the documented example", () => {
       const recover = (yield* h.coordinator.take) as Prompt
       expect(recover.kind).toBe("workflowPrompt")
       expect(recover.message.details.nodeId).toBe("recover")
-      expect(recover.message.content).toContain("The review step timed out (timed out after 600000 ms)")
+      expect(recover.message.content).toContain("The review step timed out (timed out after 10m)")
       expect(eventTags(yield* h.events)).toEqual(["ActiveTurnInterrupted:timedOut"])
       const afterPrompt = Option.getOrThrow(yield* h.store.get(runId))
       expect([afterPrompt.abort?.cause, afterPrompt.abort?.nodeId, afterPrompt.abortPending]).toEqual([

@@ -59,9 +59,9 @@ describe("engine timeouts", () => {
         const done = yield* h.engine.await(runId)
         expect(done.state).toBe("timed_out")
         expect(done.error).toEqual({
-          message: 'node "ask" timed out: timed out after 900000 ms',
+          message: 'node "ask" timed out: timed out after 15m',
           nodeId: "ask",
-          original: "timed out after 900000 ms"
+          original: "timed out after 15m"
         })
         const events = yield* h.events
         expect(eventTags(events)).toEqual(["ActiveTurnInterrupted:timedOut", "RunTerminal:timed_out"])
