@@ -20,7 +20,7 @@ import * as TurnIntentStoreSqlite from "../store/turn-intent-store-sqlite.ts"
 import { chainStatus } from "../terminal/launches.ts"
 import { diagnose, healthy } from "./doctor.ts"
 import { CliFailure } from "./failure.ts"
-import { resolveId, runIdOf } from "./lookup.ts"
+import { resolveId, runIdOf, sessionIdOf } from "./lookup.ts"
 import { databasesBeside, missingDatabase } from "./nearby.ts"
 import { paint, type Style, wantsColour } from "./format.ts"
 import { intentsTable, runJson, runsTable, showIntent, showRun, stepJson } from "./views.ts"
@@ -49,7 +49,7 @@ const wideOption = Options.boolean("wide").pipe(
   )
 )
 const sessionOption = Options.text("session").pipe(
-  Options.withDescription("only this Pi session ID"),
+  Options.withDescription("only this Pi session (its ID or a unique prefix of it)"),
   Options.optional
 )
 const limitOption = Options.integer("limit").pipe(
@@ -216,10 +216,9 @@ const intents = Command.make(
       yield* withStores(args.db, () =>
         Effect.gen(function* () {
           const found = yield* (yield* TurnIntentStore).list({
-            ...Option.match(args.session, {
-              onNone: () => ({}),
-              onSome: (targetSessionId) => ({ targetSessionId })
-            }),
+            ...(Option.isSome(args.session)
+              ? { targetSessionId: yield* sessionIdOf(args.session.value) }
+              : {}),
             ...(Option.isSome(args.run) ? { runId: yield* runIdOf(args.run.value) } : {}),
             state: chosen[0] ?? "all",
             limit: args.limit
@@ -269,10 +268,9 @@ const runs = Command.make(
       yield* withStores(args.db, () =>
         Effect.gen(function* () {
           const found = yield* (yield* RunStore).list({
-            ...Option.match(args.session, {
-              onNone: () => ({}),
-              onSome: (targetSessionId) => ({ targetSessionId })
-            }),
+            ...(Option.isSome(args.session)
+              ? { targetSessionId: yield* sessionIdOf(args.session.value) }
+              : {}),
             ...(state === undefined ? {} : { state }),
             limit: args.limit
           })

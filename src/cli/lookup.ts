@@ -78,3 +78,20 @@ export const runIdOf = (typed: string) =>
       () => Effect.succeed(typed)
     )
   )
+
+/**
+ * A `--session` value: a unique prefix of a Pi session ID (of a stored run or intent) stands for
+ * that session, as a short ID does for a run; a whole ID, or a prefix of none, is taken as typed.
+ */
+export const sessionIdOf = (typed: string) =>
+  Effect.gen(function* () {
+    const found = yield* (yield* IdPrefixes).sessionsWithPrefix(typed, CANDIDATES + 1)
+    if (found.includes(typed) || found.length === 0) return typed
+    const [only] = found
+    if (found.length === 1 && only !== undefined) return only
+    const more = found.length > CANDIDATES ? ", …" : ""
+    return yield* new CliFailure({
+      message: `the session prefix "${typed}" is ambiguous: it matches ${found.slice(0, CANDIDATES).join(", ")}${more}; give more of the ID`,
+      exitCode: 2
+    })
+  })

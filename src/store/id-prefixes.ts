@@ -18,8 +18,21 @@ const idsWithPrefix = (sql: SqlClient.SqlClient, table: "intents" | "runs", pref
     asStoreFailure("list")
   )
 
+/** Pi session IDs (runs' and intents' target sessions) that start with `prefix`, at most `limit`. */
+const sessionsWithPrefix = (sql: SqlClient.SqlClient, prefix: string, limit: number) =>
+  sql<{ readonly id: string }>`SELECT id FROM (
+      SELECT target_session_id AS id FROM workflow_runs WHERE substr(target_session_id, 1, ${prefix.length}) = ${prefix}
+      UNION
+      SELECT target_session_id AS id FROM workflow_turn_intents
+        WHERE substr(target_session_id, 1, ${prefix.length}) = ${prefix}
+    ) AS sessions ORDER BY id LIMIT ${limit}`.pipe(
+    Effect.map((rows) => rows.map((row) => String(row.id))),
+    asStoreFailure("list")
+  )
+
 /** The prefix lookup over the client in context. */
 export const IdPrefixes = Effect.map(SqlClient.SqlClient, (sql) => ({
   idsWithPrefix: (table: "intents" | "runs", prefix: string, limit: number) =>
-    idsWithPrefix(sql, table, prefix, limit)
+    idsWithPrefix(sql, table, prefix, limit),
+  sessionsWithPrefix: (prefix: string, limit: number) => sessionsWithPrefix(sql, prefix, limit)
 }))
