@@ -1,7 +1,6 @@
 /**
  * The store's statements share the SqliteClient's one connection with `immediate`
- * transactions (written when the store also had a direct statement path; the file keeps its
- * name). These tests pin what must never change: a store call from a fiber outside an open
+ * transactions. These tests pin what must never change: a store call from a fiber outside an open
  * transaction waits for it and is not rolled back with it; a call inside joins it; the
  * sync-pass probe takes no write lock; stored rows are still decoded strictly.
  */
