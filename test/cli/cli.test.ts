@@ -69,13 +69,17 @@ describe("pi-workflow-turns (the bin)", () => {
     await copy.backup(lone)
     copy.close()
     const edit = new BetterSqlite(lone)
-    edit.prepare("UPDATE workflow_runs SET target_session_id = 'lone-session-42' WHERE run_id = 'run-live'").run()
+    edit
+      .prepare("UPDATE workflow_runs SET target_session_id = 'lone-session-42' WHERE run_id = 'run-live'")
+      .run()
     edit.close()
     const byPrefix = await cli(["runs", "--db", lone, "--session", "lone", "--json"])
     expect(JSON.parse(byPrefix.stdout).map((r: { runId: string }) => r.runId)).toEqual(["run-live"])
     const shared = await cli(["intents", "--db", healthyDb, "--session", "session-"])
     expect(shared.code).toBe(2)
-    expect(shared.stderr).toContain('the session prefix "session-" is ambiguous: it matches session-a, session-b')
+    expect(shared.stderr).toContain(
+      'the session prefix "session-" is ambiguous: it matches session-a, session-b'
+    )
   })
 
   it("intents: stage per intent; --pending/--eligible/--resolved filter and exclude each other", async () => {

@@ -373,7 +373,9 @@ describe("conformance: passive workflow notifications keep their current behavio
       yield* h.fake.settle()
       const shown = yield* n.shown
       expect(shown.map((r) => r.message.details.kind)).toEqual(["progress", "final"])
-      expect(shown.every((r) => !r.options.triggerTurn && !r.startedTurn && r.message.display)).toBe(true)
+      expect(shown.every((r) => !r.options.triggerTurn && !r.startedTurn)).toBe(true)
+      // The final is shown in the conversation; progress is the run's footer line instead.
+      expect(shown.map((r) => r.message.display)).toEqual([false, true])
       expect(yield* n.store.list({ state: "pending", limit: 10 })).toEqual([])
       expect(yield* h.fake.triggeredTurns).toBe(0)
       expect((yield* h.intents)[0]).toMatchObject({ resolvedAt: null, deliveryClaimToken: null })

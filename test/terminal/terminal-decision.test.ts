@@ -16,7 +16,9 @@ describe("terminal decision content", () => {
     const d = decide(run(), null)
     expect(d.text).toContain('"build" (revision 2), run 20261201T040000Z-build-0a1b2c3d')
     // A workflow without a revision: none is named (no "(revision none)").
-    expect(decide(run({ revision: null }), null).text).toContain('"build", run 20261201T040000Z-build-0a1b2c3d')
+    expect(decide(run({ revision: null }), null).text).toContain(
+      '"build", run 20261201T040000Z-build-0a1b2c3d'
+    )
     expect(d.text).toContain("- terminal state: failed")
     expect(d.text).toContain("- reason: failed")
     expect(d.text).toContain("- error: compiler crashed")

@@ -42,7 +42,7 @@ import {
 import { CONTROLLER_SCHEMA } from "../schema.ts"
 import { DEFAULT_LOCK_BUDGET_MS } from "../../delivery/timing-policy.ts"
 import { compareVersions, newerSchema, recordedVersions, runMigrator } from "../schema-versions.ts"
-import { isConnectionFailure, isSerializationFailure } from "./pg-failures.ts"
+import { isConnectionFailure, isSerializationFailure, isUnsent } from "./pg-failures.ts"
 import { sessionTimeouts, sessionUrl } from "./pg-timeouts.ts"
 import { checkSchema, readOnlyUrl } from "./readonly-pg.ts"
 import { KNOWN_PG, migrations } from "./schema-pg.ts"
@@ -181,6 +181,13 @@ const open = (options: PgDatabaseOptions) =>
             )
       )
 
+    // Outside a transaction, a statement that never reached the server is sent again (a pooled
+    // session the server ended is only known to be gone once its socket's end is processed).
+    const lockWait: NonNullable<DatabaseService["lockWait"]> = (effect) =>
+      Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) =>
+        Option.isSome(transaction) ? effect : retrying(effect, isUnsent)
+      )
+
     // A database at this version is only read; otherwise the versions are read again under the
     // advisory lock, so of processes opening a new database at once one migrates it.
     const gate = Effect.flatMap(recordedVersions, (recorded) => {
@@ -209,7 +216,7 @@ const open = (options: PgDatabaseOptions) =>
     yield* options.readonly === true ? checkSchema(sql, shown) : migrate
     return {
       sql,
-      database: { filename: shown, immediate, urgent: withLockBudget } satisfies DatabaseService
+      database: { filename: shown, immediate, urgent: withLockBudget, lockWait } satisfies DatabaseService
     }
   })
 

@@ -40,3 +40,28 @@ export const isConnectionFailure = (error: unknown): boolean => {
   if (state !== undefined) return state.startsWith("08") || SESSION_ENDED.has(state)
   return reasonOf(error) === "Unavailable"
 }
+
+/** Socket codes of a connection that was never made or written to. */
+const UNSENT_CODES = new Set(["ECONNREFUSED", "ENOENT", "EPIPE"])
+/**
+ * The fixed texts of @effect/sql-pg and `pg` for a statement that was never handed to a live
+ * connection: no connection could be had, or the pooled one was already known to be broken.
+ */
+const UNSENT_TEXTS = new Set([
+  "Failed to acquire connection",
+  "Client has encountered a connection error and is not queryable",
+  "Client was closed and is not queryable",
+  "timeout exceeded when trying to connect"
+])
+
+/**
+ * The statement did not apply, so sending it again cannot apply it twice: it never reached the
+ * server, or the server ended the session (57P0x), which rolls back what the session ran.
+ */
+export const isUnsent = (error: unknown): boolean =>
+  ["57P01", "57P02", "57P03"].includes(sqlState(error) ?? "") ||
+  causeChain(error).some(
+    (link) =>
+      ("code" in link && typeof link.code === "string" && UNSENT_CODES.has(link.code)) ||
+      ("message" in link && typeof link.message === "string" && UNSENT_TEXTS.has(link.message))
+  )
