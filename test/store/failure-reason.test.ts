@@ -10,6 +10,7 @@ import { Effect, Schema } from "effect"
 import { DatabaseError } from "pg-protocol/dist/messages.js"
 import { describe, expect, it } from "vitest"
 import { pgReason, reasonOf, sqliteReason } from "../../src/store/failure-reason.ts"
+import { isUnsent } from "../../src/store/pg/pg-failures.ts"
 import { asStoreFailure, isLockFailure, StoreFailure, storeFailure } from "../../src/store/store-errors.ts"
 
 const sqlite = (code: string, message = "sqlite says") =>
@@ -147,5 +148,27 @@ describe("isLockFailure", () => {
     )
     const claimLost = { _tag: "ClaimLost", message: "database is locked" }
     expect(isLockFailure(claimLost)).toBe(false)
+  })
+})
+
+describe("isUnsent (PostgreSQL: a write outside a transaction may be sent again)", () => {
+  it("only when the statement cannot have applied", () => {
+    // The server ended the session (rolled back), or no connection was ever used.
+    expect(isUnsent(pg("57P01"))).toBe(true)
+    expect(isUnsent(socket("ECONNREFUSED"))).toBe(true)
+    expect(
+      isUnsent(new SqlError.SqlError({ cause: new Error("boom"), message: "Failed to acquire connection" }))
+    ).toBe(true)
+    // The connection broke while the statement may have been running, or the server refused it.
+    expect(
+      isUnsent(
+        new SqlError.SqlError({
+          cause: new Error("Connection terminated unexpectedly"),
+          message: "Failed to execute statement"
+        })
+      )
+    ).toBe(false)
+    expect(isUnsent(pg("40001"))).toBe(false)
+    expect(isUnsent(pg("08006"))).toBe(false)
   })
 })
