@@ -14,9 +14,6 @@ import { PiSession } from "../session/pi-session.ts"
 import type { RunStore } from "../store/run-store.ts"
 import type { TurnIntentStore } from "../store/turn-intent-store.ts"
 
-/** Default spacing of the periodic pass. */
-export const DEFAULT_MAINTENANCE_INTERVAL_MS = 5_000
-
 const PresentationDetails = Schema.Struct({ runId: Schema.String })
 const decodeDetails = Schema.decodeUnknownOption(PresentationDetails)
 

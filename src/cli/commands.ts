@@ -23,9 +23,8 @@ import { CliFailure } from "./failure.ts"
 import { resolveId, runIdOf, sessionIdOf } from "./lookup.ts"
 import { databasesBeside, missingDatabase } from "./nearby.ts"
 import { paint, type Style, wantsColour } from "./format.ts"
-import { intentsTable, runJson, runsTable, showIntent, showRun, stepJson } from "./views.ts"
-
-export { CliFailure } from "./failure.ts"
+import { intentsTable, runsTable } from "./tables.ts"
+import { runJson, showIntent, showRun, stepJson } from "./views.ts"
 
 /**
  * How long a read waits for a lock. WAL readers never wait for a writer, so this only matters

@@ -7,7 +7,8 @@
 import { CliConfig, Command, ValidationError } from "@effect/cli"
 import { FileSystem, Path, Terminal } from "@effect/platform"
 import { Cause, Console, Effect, Exit, Layer, Option } from "effect"
-import { CliFailure, root } from "./commands.ts"
+import { root } from "./commands.ts"
+import { CliFailure } from "./failure.ts"
 import { shown } from "./output.ts"
 
 export const VERSION = "0.1.0"

@@ -19,8 +19,6 @@ import {
 } from "./format.ts"
 import { intentStage, intentsTable, runTone } from "./tables.ts"
 
-export { intentStage, intentsTable, runsTable, runTone } from "./tables.ts"
-
 const stamp = (style: Style, at: string | null): string =>
   at === null ? "-" : `${at} (${relative(style.now, at)})`
 

@@ -11,7 +11,7 @@ import { redactText } from "../domain/redact.ts"
 import type { Resolution } from "../domain/turn-intent.ts"
 import type { BranchMessage, CustomMessage } from "../session/pi-session.ts"
 import type { NaturalKind } from "./coordinator.ts"
-import { DEFERRED_TURN_TYPE } from "./fallback-message.ts"
+import { DEFERRED_TURN_TYPE } from "../domain/message-types.ts"
 
 /** The details fields this package reads back; other fields are the sender's business. */
 const TurnMark = Schema.Struct({

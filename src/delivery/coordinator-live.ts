@@ -39,9 +39,6 @@ export interface CoordinatorOptions {
   readonly token?: string
 }
 
-export { DEFAULT_LEASE_MS } from "./protocol.ts"
-export const DEFAULT_SYNC_INTERVAL_MS = 10_000
-
 export const make = (options: CoordinatorOptions = {}) =>
   Effect.gen(function* () {
     const policy = yield* TimingPolicy

@@ -12,7 +12,6 @@ import type { CustomMessage, DeliveryOptions } from "../session/pi-session.ts"
 
 import { DEFERRED_TURN_TYPE } from "../domain/message-types.ts"
 
-export { DEFERRED_TURN_TYPE }
 export const DEFERRED_TURN_MESSAGE_SCHEMA = "pi-workflows.deferred-turn-message.v1"
 
 /** A fallback starts exactly one turn after the current one, never inside it. */

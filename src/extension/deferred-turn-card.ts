@@ -7,8 +7,6 @@
  */
 import { contentText, sanitizeBlock, sanitizeLine } from "./sanitize.ts"
 
-export { DEFERRED_TURN_TYPE } from "../domain/message-types.ts"
-
 /** The display fields, each optional so a partial or older message still renders. */
 interface CardDetails {
   readonly runId?: string

@@ -8,7 +8,8 @@ import type { ExtensionAPI } from "@earendil-works/pi-coding-agent"
 import { Box, Text } from "@earendil-works/pi-tui"
 import { NOTIFICATION_TYPE } from "../domain/message-types.ts"
 import { AGENT_STEP_TYPE, PRESENTATION_TYPE } from "../engine/messages.ts"
-import { type CardLine, type CardTone, cardLines, DEFERRED_TURN_TYPE } from "./deferred-turn-card.ts"
+import { DEFERRED_TURN_TYPE } from "../domain/message-types.ts"
+import { type CardLine, type CardTone, cardLines } from "./deferred-turn-card.ts"
 import { notificationLines, stepCardLines } from "./step-cards.ts"
 
 /** The message types drawn as a card. */

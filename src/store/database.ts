@@ -100,9 +100,6 @@ export const immediateAs =
   <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     asStoreFailure(operation)(database.immediate(effect))
 
-/** The stores' error mapping (`store-errors.ts`), where the stores have always found it. */
-export { storeFailure } from "./store-errors.ts"
-
 // --- Lock budgets ----------------------------------------------------------------------------
 
 /**

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest"
 import { FACTS_SCHEMA, type FallbackFacts } from "../../src/domain/facts.ts"
+import { DEFERRED_TURN_TYPE } from "../../src/domain/message-types.ts"
 import type { TurnIntent } from "../../src/domain/turn-intent.ts"
 import {
   DEFERRED_TURN_MESSAGE_SCHEMA,
-  DEFERRED_TURN_TYPE,
   FALLBACK_DELIVERY,
   fallbackMessage
 } from "../../src/delivery/fallback-message.ts"

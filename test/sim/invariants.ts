@@ -13,7 +13,7 @@
  * its bound, a publish that reports success left an eligible intent, a publish that reports a
  * warning showed it to the user, and no row exists that no published event asked for.
  */
-import { DEFERRED_TURN_TYPE } from "../../src/delivery/fallback-message.ts"
+import { DEFERRED_TURN_TYPE } from "../../src/domain/message-types.ts"
 import type { BranchMessage } from "../../src/session/pi-session.ts"
 import type { Notification } from "../../src/session/pi-session-fake.ts"
 import { SESSION } from "./schedule.ts"

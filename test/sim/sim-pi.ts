@@ -7,7 +7,7 @@
  */
 import { Deferred, Effect, Fiber, type Scope } from "effect"
 import type { CoordinatorService } from "../../src/delivery/coordinator.ts"
-import { DEFERRED_TURN_TYPE } from "../../src/delivery/fallback-message.ts"
+import { DEFERRED_TURN_TYPE } from "../../src/domain/message-types.ts"
 import type { PiSessionFakeControl } from "../../src/session/pi-session-fake.ts"
 import {
   type CustomMessage,

@@ -30,13 +30,12 @@ import * as PgClient from "@effect/sql-pg/PgClient"
 import { Clock, Context, Duration, Effect, Layer, Option, Redacted, Schedule } from "effect"
 import pg from "pg"
 import { reasonOf } from "../failure-reason.ts"
-import { IncompatibleStore, StoreFailure } from "../store-errors.ts"
+import { IncompatibleStore, StoreFailure, storeFailure } from "../store-errors.ts"
 import {
   currentLockBudget,
   Database,
   type DatabaseService,
   type OpenError,
-  storeFailure,
   withLockBudget
 } from "../database.ts"
 import { CONTROLLER_SCHEMA } from "../schema.ts"

@@ -7,7 +7,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { IncompatibleStore, StoreFailure } from "../store-errors.ts"
-import { storeFailure } from "../database.ts"
+import { storeFailure } from "../store-errors.ts"
 import { CONTROLLER_SCHEMA } from "../schema.ts"
 import { compareVersions, newerSchema, olderSchema, recordedVersions } from "../schema-versions.ts"
 import { withConnectionOption } from "./pg-timeouts.ts"
