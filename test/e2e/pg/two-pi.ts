@@ -159,9 +159,14 @@ export const runTwoPi = async (url: string, trial: Trial, crashAt: CrashPoint): 
 
     const piA2 = await piA.restart({ env })
     processes.push(piA2)
-    const owed = async () =>
-      (await readIntents(url)).every((i) => i.resolved_at !== null || i.eligible_at === null)
-    await until(piA2, owed, 10_000)
+    // Wait for the owed successor itself: the takeover, the recovery prompt and its resolution
+    // (a pending intent with a natural successor is not eligible, so "nothing eligible" alone
+    // would stop the wait before the new process has sent anything).
+    const owed = async () => {
+      const intents = await readIntents(url)
+      return intents.length > 0 && intents.every((i) => i.resolved_at !== null)
+    }
+    await until(piA2, owed, 15_000)
     await piA2.waitForQuiet({ quietMs: 400, timeoutMs: 15_000, requireSettle: false })
     await piB.waitForQuiet({ quietMs: 200, timeoutMs: 15_000, requireSettle: false })
     const intents = await readIntents(url)
