@@ -9,6 +9,7 @@
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { startMockOpenAI } from "../test/e2e/harness/mock-openai.ts"
+import { isCustomMessageEnd } from "../test/e2e/harness/rpc-records.ts"
 import { type PiRpc, startPi } from "../test/e2e/harness/pi-rpc.ts"
 import { createPiSandbox } from "../test/e2e/harness/pi-sandbox.ts"
 import { peekRows } from "../test/e2e/harness/sqlite-peek.ts"
@@ -73,16 +74,8 @@ export interface ChainRow {
 
 const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms))
 
-const isPresentationEnd = (record: Readonly<Record<string, unknown>>): boolean => {
-  if (record.type !== "message_end") return false
-  const message = record.message
-  return (
-    typeof message === "object" &&
-    message !== null &&
-    "customType" in message &&
-    message.customType === PRESENTATION
-  )
-}
+const isPresentationEnd = (record: Readonly<Record<string, unknown>>): boolean =>
+  isCustomMessageEnd(record, PRESENTATION)
 
 const timeOf = (value: unknown): number => (typeof value === "string" ? Date.parse(value) : Number.NaN)
 

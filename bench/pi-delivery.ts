@@ -9,6 +9,7 @@
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { type ChatRequest, contentText, startMockOpenAI } from "../test/e2e/harness/mock-openai.ts"
+import { isCustomMessageEnd } from "../test/e2e/harness/rpc-records.ts"
 import { startPi } from "../test/e2e/harness/pi-rpc.ts"
 import { createPiSandbox } from "../test/e2e/harness/pi-sandbox.ts"
 import { customMessages } from "../test/e2e/harness/session-file.ts"
@@ -39,16 +40,8 @@ const route = (request: ChatRequest) => {
   return { text: "Noted." }
 }
 
-const isFallbackEnd = (record: Readonly<Record<string, unknown>>): boolean => {
-  if (record.type !== "message_end") return false
-  const message = record.message
-  return (
-    typeof message === "object" &&
-    message !== null &&
-    "customType" in message &&
-    message.customType === FALLBACK
-  )
-}
+const isFallbackEnd = (record: Readonly<Record<string, unknown>>): boolean =>
+  isCustomMessageEnd(record, FALLBACK)
 
 const isCancel = (record: Readonly<Record<string, unknown>>): boolean => {
   const args = record.args

@@ -5,7 +5,7 @@
  * presentation was appended. Judged by the order of what Pi wrote, not by a time bound.
  */
 import { describe, expect, it } from "vitest"
-import type { RpcRecord } from "../harness/rpc-records.ts"
+import { isCustomMessageEnd, type RpcRecord } from "../harness/rpc-records.ts"
 import { PRESENTATION } from "./lab.ts"
 import { startScenario } from "./support.ts"
 
@@ -21,16 +21,8 @@ for (let i = 1; i <= ${STEPS}; i++) {
 export default { name: "chain", startAt: "s1", maxSteps: ${STEPS}, nodes, edges }
 `
 
-const isPresentationEnd = (record: RpcRecord): boolean => {
-  if (record.type !== "message_end") return false
-  const message = record.message
-  return (
-    typeof message === "object" &&
-    message !== null &&
-    "customType" in message &&
-    message.customType === PRESENTATION
-  )
-}
+const isPresentationEnd = (record: Readonly<Record<string, unknown>>): boolean =>
+  isCustomMessageEnd(record, PRESENTATION)
 
 describe("a long synchronous chain in real Pi", () => {
   it("get_state is answered while the run is still going", async () => {

@@ -36,3 +36,18 @@ export const describe = (record: RpcRecord): string => {
       return record.type
   }
 }
+
+/** A `message_end` record of the custom message type `customType` (the extension's messages). */
+export const isCustomMessageEnd = (
+  record: Readonly<Record<string, unknown>>,
+  customType: string
+): boolean => {
+  if (record.type !== "message_end") return false
+  const message = record.message
+  return (
+    typeof message === "object" &&
+    message !== null &&
+    "customType" in message &&
+    message.customType === customType
+  )
+}
