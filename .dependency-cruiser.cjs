@@ -1,7 +1,8 @@
 /**
  * The house's dependency directions, checked by `npm run check` (`npm run depcruise`):
  * the domain is pure and stands alone, Pi is reached only through the extension adapter, SQL only
- * through the stores (and the test kits), and the application never reaches into the adapter.
+ * through the stores (and the test kits), the application never reaches into the adapter, and no
+ * module imports itself through a circle.
  */
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -54,6 +55,13 @@ module.exports = {
       severity: "error",
       from: { path: "^src/(index|testing)[.]ts$" },
       to: { path: "^src/extension/" }
+    },
+    {
+      name: "no-circular",
+      comment: "an import circle makes load order matter and hides which module owns a concept",
+      severity: "error",
+      from: { path: "^src/" },
+      to: { circular: true }
     },
     {
       name: "no-unresolvable",
