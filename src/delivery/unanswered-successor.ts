@@ -15,11 +15,11 @@
 import {
   DEFERRED_TURN_TYPE,
   NOTIFICATION_TYPE,
+  PRESENTATION_TYPE,
   SUCCESSOR_REQUESTED_TYPE,
   TURN_TRIGGER_SCHEMA,
   TURN_TRIGGER_TYPE
 } from "../domain/message-types.ts"
-import { PRESENTATION_TYPE } from "../engine/messages.ts"
 
 /** A branch entry as this decision sees it. */
 export type TailEntry =

@@ -28,3 +28,11 @@ export const TURN_TRIGGER_SCHEMA = "pi-workflows.turn-trigger.v1"
  * died before the reply was written.
  */
 export const SUCCESSOR_REQUESTED_TYPE = "pi-workflows-successor-requested"
+
+/** An agent step's prompt: the model answers it with the `workflow` tool's `submit`. */
+export const AGENT_STEP_TYPE = "pi-workflows-agent-step"
+export const AGENT_STEP_SCHEMA = "pi-workflows.agent-step.v1"
+
+/** A completed run's result presentation: the natural delivery of the run's terminal turn. */
+export const PRESENTATION_TYPE = "pi-workflows-presentation"
+export const PRESENTATION_SCHEMA = "pi-workflows.presentation.v1"

@@ -2,15 +2,23 @@
  * The in-memory side of a run this process is executing: its claim, its control signals and
  * what the runner knows about the visit in flight. Durable state lives in the RunStore; this
  * is what must survive only as long as the runner fiber does.
+ *
+ * And who holds a claim: run claims name their owner process, so a restarted session can tell
+ * that the process holding a claim is gone instead of waiting out the lease. A claim token reads
+ * `claim-<uuid>@<host>/<boot id>/<pid>`. On the same machine (same host and boot id) a pid that
+ * no longer exists proves the owner dead. Across machines nothing is provable: only the lease
+ * decides there. A reused pid only makes a dead owner look alive (the lease still ends it).
  */
 import { randomUUID } from "node:crypto"
+import { readFileSync } from "node:fs"
+import { hostname, uptime } from "node:os"
 import { type Deferred, Effect, Option, type Ref, type Schedule } from "effect"
 import type { QuietKind, Provenance, RunRef } from "../domain/source-event.ts"
 import type { CoordinatorService } from "../delivery/coordinator.ts"
 import type { SourceEventsService } from "../interruption/source-events.ts"
 import type { Fence, RunRecord, RunStoreService, StepRecord } from "../store/run-store.ts"
 import type { NodeResult, VisitRecord } from "./definition.ts"
-import type { StepProgressService } from "./progress.ts"
+import type { StepProgressService } from "./messages.ts"
 import type { LoadedNode, LoadedWorkflow } from "./validate.ts"
 
 /** Why a runner must stop its current visit now. The first request wins. */
@@ -34,7 +42,7 @@ export interface VisitState {
   readonly timeoutMs: number | null | undefined
   /**
    * When the limit started counting (epoch ms): set when this visit continues one a dead or
-   * expired owner left in flight (`step-deadline.ts`); null means it counts from this visit.
+   * expired owner left in flight (`deadlineOrigin`); null means it counts from this visit.
    */
   readonly deadlineFrom: number | null
 }
@@ -108,6 +116,20 @@ export interface RunnerDeps {
 
 export const newId = (prefix: string) => Effect.sync(() => `${prefix}-${randomUUID()}`)
 
+/** Run IDs: sortable by creation time, readable (workflow slug) and unique (random suffix). */
+export const runIdOf = (name: string, now: number) =>
+  Effect.map(newId("x"), (id) => {
+    const stamp = new Date(now)
+      .toISOString()
+      .replace(/[-:]/g, "")
+      .replace(/\.\d+Z$/, "Z")
+    const slug = name
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, "-")
+      .slice(0, 64)
+    return `${stamp}-${slug}-${id.slice(2, 10)}`
+  })
+
 export const workflowRefOf = (name: string, revision: number | null) =>
   revision === null ? name : `${name}@${revision}`
 
@@ -151,4 +173,69 @@ export const memoryOf = (record: RunRecord, steps: ReadonlyArray<StepRecord>): R
     claimGone: false,
     leaseUntil: record.claimExpiresAt ?? 0
   }
+}
+
+export interface Owner {
+  readonly host: string
+  readonly boot: string
+  readonly pid: number
+}
+
+const bootId = (): string => {
+  try {
+    return readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim()
+  } catch {
+    // No boot id: the boot time to the minute stands in for it.
+    return `t${Math.round((Date.now() / 1000 - uptime()) / 60)}`
+  }
+}
+
+let self: Owner | undefined
+/** This process. */
+export const currentOwner = (): Owner => {
+  self ??= { host: hostname(), boot: bootId(), pid: process.pid }
+  return self
+}
+
+export const claimToken = (id: string, owner: Owner = currentOwner()): string =>
+  `claim-${id}@${encodeURIComponent(owner.host)}/${encodeURIComponent(owner.boot)}/${owner.pid}`
+
+/** The owner a token names, or null for tokens without one (older releases, other writers). */
+export const ownerOf = (token: string): Owner | null => {
+  const at = token.lastIndexOf("@")
+  if (at < 0) return null
+  const parts = token.slice(at + 1).split("/")
+  if (parts.length !== 3) return null
+  const [host, boot, pid] = parts
+  if (host === undefined || boot === undefined || pid === undefined || !/^\d+$/.test(pid)) return null
+  try {
+    return { host: decodeURIComponent(host), boot: decodeURIComponent(boot), pid: Number(pid) }
+  } catch {
+    return null
+  }
+}
+
+/** Is a process with this pid alive on this machine? (EPERM: alive, owned by someone else.) */
+export const pidAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return typeof error === "object" && error !== null && "code" in error && error.code === "EPERM"
+  }
+}
+
+/**
+ * True only when the token's owner is provably gone: same machine and boot, another pid, and
+ * that pid does not exist. Pure given `alive`.
+ */
+export const ownerIsDead = (
+  token: string,
+  me: Owner = currentOwner(),
+  alive: (pid: number) => boolean = pidAlive
+): boolean => {
+  const owner = ownerOf(token)
+  if (owner === null) return false
+  if (owner.host !== me.host || owner.boot !== me.boot || owner.pid === me.pid) return false
+  return !alive(owner.pid)
 }

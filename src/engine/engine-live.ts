@@ -7,35 +7,32 @@ import { Clock, Deferred, Effect, FiberMap, FiberSet, Layer, Option, Ref } from 
 import { InvalidInput } from "../domain/errors.ts"
 import { Coordinator } from "../delivery/coordinator.ts"
 import { TimingPolicy } from "../delivery/timing-policy.ts"
+import { terminalEvent } from "../interruption/run-debts.ts"
 import { SourceEvents } from "../interruption/source-events.ts"
 import { RunNotFound } from "../store/run-errors.ts"
 import { isTerminal, type RunRecord, RunStore } from "../store/run-store.ts"
 import {
   type ActiveRun,
+  claimToken,
   type EngineSettings,
   memoryOf,
   newId,
+  ownerIsDead,
   type RunnerDeps,
+  runIdOf,
   runRefOf,
   type StopRequest,
   workflowRefOf
 } from "./active-run.ts"
 import { Engine, type EngineConfig, type EngineService } from "./engine.ts"
 import { InvalidRunState, InvalidWorkflowInput, RunBusy } from "./errors.ts"
-import { sentJsonProblem } from "./json.ts"
-import { type RegisteredWorkflow, WorkflowRegistry } from "./registry.ts"
-import { submit as submitRequest } from "./requests.ts"
-import { StepProgress } from "./progress.ts"
+import { type RunSummary, StepProgress, stepView, summarize } from "./messages.ts"
+import { type RegisteredWorkflow, snapshotOf, sourceProblem, WorkflowRegistry } from "./registry.ts"
 import { runClaimed } from "./runner.ts"
-import { snapshotOf } from "./snapshot.ts"
-import { claimToken, ownerIsDead } from "./owner.ts"
 import { typedStore, withLockRetries } from "./store-retry.ts"
-
-import { terminalEvent } from "../interruption/run-debts.ts"
-import { runIdOf } from "./run-id.ts"
-import { sourceProblem } from "./source-check.ts"
-import { type RunSummary, stepView, summarize } from "./status.ts"
 import { DEFAULT_TIMEOUT_MS } from "./timeout.ts"
+import { sentJsonProblem } from "./validate.ts"
+import { submit as submitRequest } from "./visit.ts"
 
 const settingsOf = (config: EngineConfig): EngineSettings => ({
   defaultTimeoutMs: config.defaultTimeoutMs ?? DEFAULT_TIMEOUT_MS,

@@ -20,11 +20,11 @@ import type {
   SubmitRejected,
   WorkflowNotFound
 } from "./errors.ts"
-import type { SubmitInput } from "./requests.ts"
-import type { RunStatus, RunSummary } from "./status.ts"
+import type { RunStatus, RunSummary } from "./messages.ts"
+import type { SubmitInput } from "./visit.ts"
 
-export type { SubmitInput } from "./requests.ts"
-export type { RunStatus, RunSummary, StepView } from "./status.ts"
+export type { RunStatus, RunSummary, StepView } from "./messages.ts"
+export type { SubmitInput } from "./visit.ts"
 
 export interface EngineConfig {
   /** Limit of nodes that omit `timeoutMs` (default 15 minutes). */

@@ -1,6 +1,7 @@
 /**
- * Typed errors of the workflow engine. None of them means that something durable changed: the
- * engine checks first and writes after.
+ * Typed errors of the workflow engine. None of those its operations return means that something
+ * durable changed: the engine checks first and writes after. The last two stay inside a run (a
+ * visit whose timeout callback failed, an abort whose provenance write was late).
  */
 import { Schema } from "effect"
 
@@ -107,5 +108,41 @@ export class SubmitRejected extends Schema.TaggedError<SubmitRejected>()("Submit
 }) {
   override get message() {
     return `submission for request ${this.requestId} rejected (${this.reason}): ${this.detail}`
+  }
+}
+
+/** How long a `timeoutMs` callback may take to produce its value (`timeout.ts` enforces it). */
+export const TIMEOUT_CALLBACK_LIMIT_MS = 30_000
+
+/**
+ * A `timeoutMs` callback did not give a limit: it threw, its promise rejected, it took longer
+ * than `TIMEOUT_CALLBACK_LIMIT_MS`, or it returned something that is not a limit (`detail`
+ * says what: the thrown message, the rejection, or the value's problem).
+ */
+export class TimeoutCallbackFailed extends Schema.TaggedError<TimeoutCallbackFailed>()(
+  "TimeoutCallbackFailed",
+  {
+    reason: Schema.Literal("threw", "rejected", "tooSlow", "invalidValue"),
+    detail: Schema.String
+  }
+) {
+  override get message() {
+    const what = {
+      threw: `threw: ${this.detail}`,
+      rejected: `rejected: ${this.detail}`,
+      tooSlow: `did not resolve within ${TIMEOUT_CALLBACK_LIMIT_MS / 1000} s`,
+      invalidValue: `returned an invalid value: ${this.detail}`
+    }
+    return `timeoutMs callback ${what[this.reason]}`
+  }
+}
+
+/** An abort's provenance write did not answer within its bound; terminal handling retries it. */
+export class ProvenanceNotStored extends Schema.TaggedError<ProvenanceNotStored>()("ProvenanceNotStored", {
+  runId: Schema.String,
+  boundMs: Schema.Number
+}) {
+  override get message() {
+    return `workflow run ${this.runId}: provenance not stored within ${this.boundMs} ms`
   }
 }

@@ -3,7 +3,7 @@
  * the successor-turn core (bounded), publish the terminal event of a run that ended durably,
  * and stop on claim loss. The runner calls these under the run's lock.
  */
-import { Deferred, Duration, Effect, Option, Ref, Schedule, Schema } from "effect"
+import { Deferred, Duration, Effect, Option, Ref, Schedule } from "effect"
 import type { ActiveTurnCause, Provenance, TerminalState } from "../domain/source-event.ts"
 import { decide as policy } from "../domain/event-policy.ts"
 import { intentRequest } from "../domain/intent-request.ts"
@@ -15,6 +15,7 @@ import type { ClaimLost, RunNotFound } from "../store/run-errors.ts"
 import type { HandoffResult, RunRecord } from "../store/run-store.ts"
 import type { StoreFailure } from "../store/store-errors.ts"
 import type { ActiveRun, RunnerDeps, VisitState } from "./active-run.ts"
+import { ProvenanceNotStored } from "./errors.ts"
 
 /** Longest an abort waits for its provenance write (the intent persist has its own bound). */
 export const PROVENANCE_BOUND_MS = 200
@@ -25,16 +26,6 @@ export const CLAIM_CHECK_MS = 50
  * conditional statement; normally µs). Past it, the write goes on beside the abort.
  */
 export const HANDOFF_FIRST_MS = 50
-
-/** An abort's provenance write did not answer within its bound; terminal handling retries it. */
-export class ProvenanceNotStored extends Schema.TaggedError<ProvenanceNotStored>()("ProvenanceNotStored", {
-  runId: Schema.String,
-  boundMs: Schema.Number
-}) {
-  override get message() {
-    return `workflow run ${this.runId}: provenance not stored within ${this.boundMs} ms`
-  }
-}
 
 /**
  * Record abort provenance and tell the core, which persists the intent (bounded) and aborts the
@@ -223,7 +214,7 @@ const recordLoss = (deps: RunnerDeps, run: ActiveRun, warning: string | null) =>
  * The run ended durably: publish its terminal event, which stores the run's terminal turn
  * intent. The abort it reuses is the one on the ended row (it may be another runner's, recorded
  * on claim loss): the runner's end carries its own outstanding abort into that same write
- * (`runner-settle.ts`), and the store leaves it off when a prompt already answered it
+ * (`withRunnerSettle`), and the store leaves it off when a prompt already answered it
  * (`store/answered-abort.ts`), so the row, not memory, says what the end reuses. Returns the
  * intent's ID (null when the end owes no turn).
  */

@@ -1,17 +1,41 @@
 /**
- * The custom messages the engine hands to the Coordinator: one per agent step and one result
- * presentation per completed run. Pure builders; the Coordinator adds `turnIntentId` when the
- * message resolves a pending intent.
+ * What the engine shows in the session: one custom message per agent step, one result
+ * presentation per completed run, `ctx.progress` reports through the `StepProgress` port, and
+ * the run summaries the `workflow` tool and the `/workflow` command reply with (plain,
+ * JSON-ready data).
+ *
+ * The presentation is built from the workflow's own presenter (or the default) and sent through
+ * the Coordinator bound to the run's terminal turn intent, so it is the natural delivery of that
+ * intent and never a second terminal message. It is recorded on the run (`presented`) once it
+ * reached the session. A send that fails is retried a few times; if it still fails, or another
+ * message answered the intent first, nothing is recorded: the intent's fallback (after
+ * reconciliation made it eligible) or that other message is the run's terminal turn.
+ *
+ * StepProgress is an optional port: without it (bare engine tests) a report is checked and then
+ * dropped; the app wires it to the notification service (src/notifications/notifications.ts).
  */
+import { Context, Duration, Effect, Option, Schedule } from "effect"
+import {
+  AGENT_STEP_SCHEMA,
+  AGENT_STEP_TYPE,
+  PRESENTATION_SCHEMA,
+  PRESENTATION_TYPE
+} from "../domain/message-types.ts"
 import { redactText } from "../domain/redact.ts"
 import { clipCodePoints } from "../domain/text-bounds.ts"
-import type { DeliveryOptions } from "../session/pi-session.ts"
-import type { CustomMessage } from "../session/pi-session.ts"
-
-export const AGENT_STEP_TYPE = "pi-workflows-agent-step"
-export const AGENT_STEP_SCHEMA = "pi-workflows.agent-step.v1"
-export const PRESENTATION_TYPE = "pi-workflows-presentation"
-export const PRESENTATION_SCHEMA = "pi-workflows.presentation.v1"
+import type { CoordinatorService } from "../delivery/coordinator.ts"
+import type { CustomMessage, DeliveryOptions } from "../session/pi-session.ts"
+import type { RunOrigin } from "../domain/source-event.ts"
+import type {
+  RunError,
+  RunRecord,
+  RunState,
+  RunStoreService,
+  StepOutcome,
+  StepRecord
+} from "../store/run-store.ts"
+import type { NodeResult } from "./definition.ts"
+import type { LoadedWorkflow } from "./validate.ts"
 
 /** Both kinds start a model turn after the current one. */
 export const DELIVERY: DeliveryOptions = { deliverAs: "followUp", triggerTurn: true }
@@ -65,4 +89,166 @@ export const presentationMessage = (input: {
   display: true,
   content: clip(input.text),
   details: { schema: PRESENTATION_SCHEMA, runId: input.runId, state: input.state }
+})
+
+export interface Presentable {
+  readonly runId: string
+  readonly workflow: Pick<LoadedWorkflow, "name" | "presentation">
+  readonly input: unknown
+  readonly outputs: Readonly<Record<string, unknown>>
+  readonly results: Readonly<Record<string, NodeResult>>
+  readonly result: unknown
+}
+
+/** Sends that failed are retried this often before reconciliation takes over. */
+export const PRESENT_ATTEMPTS = 4
+
+export const presentationText = (run: Presentable) =>
+  Effect.gen(function* () {
+    const custom = run.workflow.presentation
+    if (custom === null) return defaultPresentation(run.workflow.name, run.runId, run.result)
+    return yield* Effect.tryPromise(async () =>
+      custom({ input: run.input, outputs: run.outputs, results: run.results, result: run.result })
+    ).pipe(
+      Effect.map((value) => (typeof value === "string" && value.length > 0 ? value : null)),
+      Effect.orElseSucceed(() => null),
+      Effect.map((value) => value ?? defaultPresentation(run.workflow.name, run.runId, run.result))
+    )
+  })
+
+/** Present it through its terminal turn intent and record it; true once it is in the session. Never fails. */
+export const presentRun = (
+  deps: { readonly coordinator: CoordinatorService; readonly store: RunStoreService },
+  run: Presentable,
+  turnIntentId: string
+): Effect.Effect<boolean> =>
+  Effect.gen(function* () {
+    const text = yield* presentationText(run)
+    const message = presentationMessage({ runId: run.runId, state: "completed", text })
+    const sent = yield* deps.coordinator
+      .deliverNatural({ kind: "presentation", runId: run.runId, message, options: DELIVERY, turnIntentId })
+      .pipe(
+        Effect.retry({ schedule: Schedule.exponential(Duration.millis(100)), times: PRESENT_ATTEMPTS - 1 }),
+        Effect.either
+      )
+    if (sent._tag === "Left") {
+      yield* Effect.logWarning(
+        `workflow run ${run.runId}: presentation not delivered (${sent.left.message}); reconciliation retries`
+      )
+      return false
+    }
+    if (!sent.right.sent && sent.right.turnIntentId === null) {
+      yield* Effect.logInfo(`workflow run ${run.runId}: presentation not sent: ${sent.right.note ?? "?"}`)
+      return false
+    }
+    yield* deps.store.recordEvent(run.runId, { kind: "presented", message: "presentation sent" }).pipe(
+      Effect.retry({ schedule: Schedule.exponential(Duration.millis(100)), times: 3 }),
+      // The message is in the branch: a later pass finds it there and records nothing twice.
+      Effect.catchAll((error) =>
+        Effect.logWarning(`workflow run ${run.runId}: presentation not recorded: ${error.message}`)
+      )
+    )
+    return true
+  })
+
+export interface StepProgressReport {
+  readonly runId: string
+  readonly nodeId: string
+  readonly attemptId: string
+  readonly text: string
+}
+
+export interface StepProgressService {
+  /** Store (or coalesce) one report; a failure is logged by the caller, never thrown at the node. */
+  readonly report: (report: StepProgressReport) => Effect.Effect<void, { readonly message: string }>
+}
+
+export class StepProgress extends Context.Tag("pi-workflow-turns/StepProgress")<
+  StepProgress,
+  StepProgressService
+>() {}
+
+export interface RunSummary {
+  readonly runId: string
+  readonly workflowName: string
+  readonly workflowRef: string
+  readonly revision: number | null
+  readonly state: RunState
+  readonly origin: RunOrigin
+  readonly targetSessionId: string
+  /** The node in flight, or the next one to run. */
+  readonly currentNodeId: string | null
+  /** The request the model can answer right now, if any. */
+  readonly openRequestId: string | null
+  /** Node visits with an outcome so far, and the limit. */
+  readonly steps: number
+  readonly maxSteps: number
+  readonly parkedReason: string | null
+  readonly pauseRequested: boolean
+  /** Cancellation was asked of a runner in another process; it applies at its next renewal. */
+  readonly cancelRequested: "agent" | "user" | null
+  /** A runner holds a live lease on the run. */
+  readonly claimed: boolean
+  /** The run's result, once completed. */
+  readonly result?: unknown
+  readonly error: RunError | null
+  readonly createdAt: string
+  readonly startedAt: string | null
+  readonly endedAt: string | null
+}
+
+export interface StepView {
+  readonly seq: number
+  readonly nodeId: string
+  readonly attemptId: string
+  readonly outcome: StepOutcome | null
+  readonly output?: unknown
+  readonly error: string | null
+  /** Why the attempt stopped without an outcome (parked, taken over). */
+  readonly interrupted: string | null
+  readonly timeoutMs: number | null
+  readonly startedAt: string
+  readonly endedAt: string | null
+}
+
+export interface RunStatus extends RunSummary {
+  readonly stepRecords: ReadonlyArray<StepView>
+  /** Durable run events: a lost successor-turn guarantee, a presentation that reached the session. */
+  readonly events: ReadonlyArray<{ readonly kind: string; readonly message: string; readonly at: string }>
+}
+
+export const summarize = (run: RunRecord, now: number): RunSummary => ({
+  runId: run.runId,
+  workflowName: run.workflowName,
+  workflowRef: run.workflowRef,
+  revision: run.revision,
+  state: run.state,
+  origin: run.origin,
+  targetSessionId: run.targetSessionId,
+  currentNodeId: run.currentNodeId,
+  openRequestId: run.openRequestId,
+  steps: run.stepCount,
+  maxSteps: run.maxSteps,
+  parkedReason: run.parkedReason,
+  pauseRequested: run.pauseRequested,
+  cancelRequested: run.cancelRequested,
+  claimed: run.claimToken !== null && (run.claimExpiresAt ?? 0) > now,
+  ...Option.match(run.result, { onNone: () => ({}), onSome: (result) => ({ result }) }),
+  error: run.error,
+  createdAt: run.createdAt,
+  startedAt: run.startedAt,
+  endedAt: run.endedAt
+})
+
+export const stepView = (step: StepRecord): StepView => ({
+  seq: step.seq,
+  nodeId: step.nodeId,
+  attemptId: step.attemptId,
+  outcome: step.outcome,
+  ...Option.match(step.output, { onNone: () => ({}), onSome: (output) => ({ output }) }),
+  error: step.error,
+  interrupted: step.interrupted,
+  timeoutMs: step.timeoutMs,
+  startedAt: step.startedAt,
+  endedAt: step.endedAt
 })

@@ -1,14 +1,20 @@
 /**
- * Node timeouts: load-time normalisation of `timeoutMs` and run-time resolution of callbacks
- * (bounded to 30 s). Sleeping goes through Effect's Clock, so tests drive it with TestClock.
+ * Node timeouts: load-time normalisation of `timeoutMs`, run-time resolution of callbacks
+ * (bounded to 30 s), and the durable deadline a taken-over step keeps. Sleeping goes through
+ * Effect's Clock, so tests drive it with TestClock.
+ *
+ * A step's timeout is a durable deadline: when a run is taken over (its owner died or its lease
+ * ran out), the visit the new runner starts for the step that was in flight continues that
+ * visit, so its limit counts from when the *first* attempt of the step started (the step rows'
+ * `started_at`), not from the takeover (`deadlineOrigin`, `remainingMs`: pure, no clock reads).
  */
-import { Clock, Duration, Effect, Either, Schema } from "effect"
+import { Clock, Duration, Effect, Either } from "effect"
+import type { StepRecord } from "../store/run-store.ts"
 import type { StepContext, TimeoutMs } from "./definition.ts"
+import { TIMEOUT_CALLBACK_LIMIT_MS, TimeoutCallbackFailed } from "./errors.ts"
 
 /** The engine default when a node omits `timeoutMs`. */
 export const DEFAULT_TIMEOUT_MS = 15 * 60_000
-/** How long a timeout callback may take to produce its value. */
-export const TIMEOUT_CALLBACK_LIMIT_MS = 30_000
 
 export type TimeoutSpec =
   | { readonly _tag: "Default" }
@@ -53,29 +59,6 @@ const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
   typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function"
 
 const message = (error: unknown): string => (error instanceof Error ? error.message : String(error))
-
-/**
- * A `timeoutMs` callback did not give a limit: it threw, its promise rejected, it took longer
- * than `TIMEOUT_CALLBACK_LIMIT_MS`, or it returned something that is not a limit (`detail`
- * says what: the thrown message, the rejection, or the value's problem).
- */
-export class TimeoutCallbackFailed extends Schema.TaggedError<TimeoutCallbackFailed>()(
-  "TimeoutCallbackFailed",
-  {
-    reason: Schema.Literal("threw", "rejected", "tooSlow", "invalidValue"),
-    detail: Schema.String
-  }
-) {
-  override get message() {
-    const what = {
-      threw: `threw: ${this.detail}`,
-      rejected: `rejected: ${this.detail}`,
-      tooSlow: `did not resolve within ${TIMEOUT_CALLBACK_LIMIT_MS / 1000} s`,
-      invalidValue: `returned an invalid value: ${this.detail}`
-    }
-    return `timeoutMs callback ${what[this.reason]}`
-  }
-}
 
 /**
  * Run-time: the limit of one visit, in milliseconds or null. A callback that throws, rejects,
@@ -135,3 +118,31 @@ export const sleepMillis = (ms: number): Effect.Effect<void> =>
     )
     return loop
   })
+
+/** The `interrupted` reason a takeover writes on the attempt it closes (the durable marker). */
+export const SUPERSEDED = "superseded: the run was taken over"
+
+/** An attempt the takeover continues: superseded already, or still in flight (about to be). */
+const continued = (step: StepRecord) =>
+  step.interrupted === SUPERSEDED || (step.outcome === null && step.interrupted === null)
+
+/**
+ * When the visit of `nodeId` that a takeover continues started, in epoch milliseconds, or null
+ * when the run does not continue a visit of that node (a fresh visit: its limit starts now).
+ * Walks back over the trailing attempts of the node that earlier takeovers superseded, so a
+ * chain of crashes never extends the deadline.
+ */
+export const deadlineOrigin = (steps: ReadonlyArray<StepRecord>, nodeId: string): number | null => {
+  let origin: number | null = null
+  for (let i = steps.length - 1; i >= 0; i--) {
+    const step = steps[i]
+    if (step === undefined || step.nodeId !== nodeId || !continued(step)) break
+    const started = Date.parse(step.startedAt)
+    if (Number.isFinite(started)) origin = started
+  }
+  return origin
+}
+
+/** What is left of a `timeoutMs` limit that started at `origin` (null: starts now), never negative. */
+export const remainingMs = (timeoutMs: number, origin: number | null, now: number): number =>
+  origin === null ? timeoutMs : Math.max(0, origin + timeoutMs - now)

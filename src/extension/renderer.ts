@@ -6,9 +6,12 @@
  */
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent"
 import { Box, Text } from "@earendil-works/pi-tui"
-import { NOTIFICATION_TYPE } from "../domain/message-types.ts"
-import { AGENT_STEP_TYPE, PRESENTATION_TYPE } from "../engine/messages.ts"
-import { DEFERRED_TURN_TYPE } from "../domain/message-types.ts"
+import {
+  AGENT_STEP_TYPE,
+  DEFERRED_TURN_TYPE,
+  NOTIFICATION_TYPE,
+  PRESENTATION_TYPE
+} from "../domain/message-types.ts"
 import { type CardLine, type CardTone, cardLines } from "./deferred-turn-card.ts"
 import { notificationLines, stepCardLines } from "./step-cards.ts"
 

@@ -14,12 +14,12 @@ import { Effect, Either, Option } from "effect"
 import {
   DEFERRED_TURN_TYPE,
   NOTIFICATION_TYPE,
+  PRESENTATION_TYPE,
   SUCCESSOR_REQUESTED_TYPE,
   TURN_TRIGGER_TYPE
 } from "../domain/message-types.ts"
 import { InvalidInput } from "../domain/errors.ts"
 import { Engine, type RunSummary } from "../engine/engine.ts"
-import { PRESENTATION_TYPE } from "../engine/messages.ts"
 import { WorkflowRegistry } from "../engine/registry.ts"
 import { PiSession } from "../session/pi-session.ts"
 import { RunStore } from "../store/run-store.ts"

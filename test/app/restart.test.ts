@@ -11,7 +11,7 @@ import type { PiSession } from "../../src/session/pi-session.ts"
 import { classifySettle, onSessionStart } from "../../src/app/session-hooks.ts"
 import { runTool } from "../../src/app/tool-actions.ts"
 import { Engine } from "../../src/engine/engine.ts"
-import { claimToken } from "../../src/engine/owner.ts"
+import { claimToken } from "../../src/engine/active-run.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { layerFake, PiSessionFake } from "../../src/testing.ts"
@@ -241,7 +241,7 @@ describe("a restarted session", () => {
             sessionId: "s1",
             origin: "tool"
           })
-          const { currentOwner } = yield* Effect.promise(() => import("../../src/engine/owner.ts"))
+          const { currentOwner } = yield* Effect.promise(() => import("../../src/engine/active-run.ts"))
           const token = claimToken("dead", { ...currentOwner(), pid: deadPid })
           yield* runs.claim({ runId: started.runId, token, leaseMs: 3_600_000, mode: "activate" })
           const busy = yield* Effect.either(engine.resume(started.runId))

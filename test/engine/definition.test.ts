@@ -4,8 +4,14 @@ import { pathToFileURL } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import { defineWorkflow } from "../../src/engine/definition.ts"
-import { layerFromDefinitions, make as makeRegistry, WorkflowRegistry } from "../../src/engine/registry.ts"
-import { decodeSnapshot, fingerprintOf, snapshotOf } from "../../src/engine/snapshot.ts"
+import {
+  decodeSnapshot,
+  fingerprintOf,
+  layerFromDefinitions,
+  make as makeRegistry,
+  snapshotOf,
+  WorkflowRegistry
+} from "../../src/engine/registry.ts"
 import { loadWorkflow } from "../../src/engine/validate.ts"
 import { tempDir } from "../support/temp-db.ts"
 

@@ -8,7 +8,7 @@ import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, TestClock } from "effect"
-import { decodeSnapshot } from "../../src/engine/snapshot.ts"
+import { decodeSnapshot } from "../../src/engine/registry.ts"
 import { tempDir } from "../support/temp-db.ts"
 import { eventTags, makeHarness, SESSION } from "./support/harness.ts"
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { Either } from "effect"
-import { decide, parseExpression, type Route, type RouteInput } from "../../src/engine/routing.ts"
+import { decide, parseExpression, type Route, type RouteInput } from "../../src/engine/definition.ts"
 
 const expr = (text: string) =>
   Either.getOrElse(parseExpression(text), (problem) => {

@@ -1,7 +1,7 @@
-/** Which start a taken-over visit's limit counts from (pure; `src/engine/step-deadline.ts`). */
+/** Which start a taken-over visit's limit counts from (pure; `src/engine/timeout.ts`). */
 import { describe, expect, it } from "@effect/vitest"
 import { Option } from "effect"
-import { deadlineOrigin, remainingMs, SUPERSEDED } from "../../src/engine/step-deadline.ts"
+import { deadlineOrigin, remainingMs, SUPERSEDED } from "../../src/engine/timeout.ts"
 import type { StepRecord } from "../../src/store/run-store.ts"
 
 const step = (seq: number, nodeId: string, over: Partial<StepRecord> = {}): StepRecord => ({

@@ -1,13 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Exit, Fiber, TestClock } from "effect"
 import type { StepContext } from "../../src/engine/definition.ts"
+import { TIMEOUT_CALLBACK_LIMIT_MS, TimeoutCallbackFailed } from "../../src/engine/errors.ts"
 import {
   DEFAULT_TIMEOUT_MS,
   normalizeTimeout,
   resolveTimeout,
-  sleepMillis,
-  TIMEOUT_CALLBACK_LIMIT_MS,
-  TimeoutCallbackFailed
+  sleepMillis
 } from "../../src/engine/timeout.ts"
 
 const context: StepContext = {
