@@ -12,7 +12,7 @@
 import { randomUUID } from "node:crypto"
 import { readFileSync } from "node:fs"
 import { hostname, uptime } from "node:os"
-import { type Deferred, Effect, Option, type Ref, type Schedule } from "effect"
+import { Deferred, Effect, Option, Ref, type Schedule } from "effect"
 import type { QuietKind, Provenance, RunRef } from "../domain/source-event.ts"
 import type { CoordinatorService } from "../delivery/coordinator.ts"
 import type { SourceEventsService } from "../interruption/source-events.ts"
@@ -140,6 +140,27 @@ export const runRefOf = (record: RunRecord): RunRef => ({
   targetSessionId: record.targetSessionId,
   origin: record.origin
 })
+
+/** The in-memory run for a record just claimed with `token`, its memory rebuilt from `steps`. */
+export const makeActiveRun = (
+  record: RunRecord,
+  token: string,
+  workflow: LoadedWorkflow,
+  steps: ReadonlyArray<StepRecord>
+): Effect.Effect<ActiveRun> =>
+  Effect.gen(function* () {
+    return {
+      runId: record.runId,
+      ref: runRefOf(record),
+      fence: { runId: record.runId, token },
+      workflow,
+      input: record.input,
+      lock: yield* Effect.makeSemaphore(1),
+      stop: yield* Deferred.make<StopRequest>(),
+      finished: yield* Deferred.make<void>(),
+      memory: yield* Ref.make(memoryOf(record, steps))
+    }
+  })
 
 /** Rebuild what later nodes see from the durable step records. */
 export const memoryOf = (record: RunRecord, steps: ReadonlyArray<StepRecord>): RunMemory => {

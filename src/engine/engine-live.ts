@@ -15,7 +15,7 @@ import {
   type ActiveRun,
   claimToken,
   type EngineSettings,
-  memoryOf,
+  makeActiveRun,
   newId,
   ownerIsDead,
   type RunnerDeps,
@@ -27,7 +27,13 @@ import {
 import { Engine, type EngineConfig, type EngineService } from "./engine.ts"
 import { InvalidRunState, InvalidWorkflowInput, RunBusy } from "./errors.ts"
 import { type RunSummary, StepProgress, stepView, summarize } from "./messages.ts"
-import { type RegisteredWorkflow, snapshotOf, sourceProblem, WorkflowRegistry } from "./registry.ts"
+import {
+  launchCheck,
+  type RegisteredWorkflow,
+  snapshotOf,
+  sourceProblem,
+  WorkflowRegistry
+} from "./registry.ts"
 import { runClaimed } from "./runner.ts"
 import { typedStore, withLockRetries } from "./store-retry.ts"
 import { DEFAULT_TIMEOUT_MS } from "./timeout.ts"
@@ -76,17 +82,7 @@ export const make = (config: EngineConfig = {}) =>
     const spawn = (record: RunRecord, token: string, registered: RegisteredWorkflow) =>
       Effect.gen(function* () {
         const steps = yield* store.steps(record.runId)
-        const run: ActiveRun = {
-          runId: record.runId,
-          ref: runRefOf(record),
-          fence: { runId: record.runId, token },
-          workflow: registered.workflow,
-          input: record.input,
-          lock: yield* Effect.makeSemaphore(1),
-          stop: yield* Deferred.make<StopRequest>(),
-          finished: yield* Deferred.make<void>(),
-          memory: yield* Ref.make(memoryOf(record, steps))
-        }
+        const run = yield* makeActiveRun(record, token, registered.workflow, steps)
         yield* Ref.update(handles, (map) => new Map(map).set(run.runId, run))
         const current = {
           nodeId: record.currentNodeId ?? registered.workflow.startAt,
@@ -103,95 +99,82 @@ export const make = (config: EngineConfig = {}) =>
         yield* FiberMap.run(fibers, run.runId, Effect.ensuring(runClaimed(deps, run, steps, current), done))
       })
 
-    const start: EngineService["start"] = (input) =>
-      Effect.gen(function* () {
-        if (
-          typeof input.sessionId !== "string" ||
-          input.sessionId.length === 0 ||
-          input.sessionId.length > 512
-        ) {
-          return yield* new InvalidInput({
-            field: "sessionId",
-            message: "sessionId must be a non-empty string"
-          })
-        }
-        const registered = yield* registry.get(input.workflow)
-        const workflow = registered.workflow
-        const problem = sentJsonProblem(input.input, "input") ?? workflow.input?.(input.input) ?? null
-        if (problem !== null)
-          return yield* new InvalidWorkflowInput({
-            workflow: workflow.name,
-            problem,
-            example: workflow.inputExample
-          })
-        const runId = yield* runIdOf(workflow.name, yield* now)
-        const record = yield* store.reserve({
-          runId,
-          workflowName: workflow.name,
-          workflowRef: workflowRefOf(workflow.name, workflow.revision),
-          revision: workflow.revision,
-          sourceFingerprint: registered.fingerprint,
-          snapshot: snapshotOf(workflow),
-          targetSessionId: input.sessionId,
-          origin: input.origin,
-          input: input.input,
-          startAt: workflow.startAt,
-          maxSteps: workflow.maxSteps
+    const start: EngineService["start"] = Effect.fn("Engine.start")(function* (input) {
+      yield* Effect.annotateCurrentSpan("sessionId", input.sessionId)
+      if (
+        typeof input.sessionId !== "string" ||
+        input.sessionId.length === 0 ||
+        input.sessionId.length > 512
+      ) {
+        return yield* new InvalidInput({
+          field: "sessionId",
+          message: "sessionId must be a non-empty string"
         })
-        return summarize(record, yield* now)
+      }
+      const registered = yield* registry.get(input.workflow)
+      const workflow = registered.workflow
+      const problem = sentJsonProblem(input.input, "input") ?? workflow.input?.(input.input) ?? null
+      if (problem !== null)
+        return yield* new InvalidWorkflowInput({
+          workflow: workflow.name,
+          problem,
+          example: workflow.inputExample
+        })
+      const runId = yield* runIdOf(workflow.name, yield* now)
+      const record = yield* store.reserve({
+        runId,
+        workflowName: workflow.name,
+        workflowRef: workflowRefOf(workflow.name, workflow.revision),
+        revision: workflow.revision,
+        sourceFingerprint: registered.fingerprint,
+        snapshot: snapshotOf(workflow),
+        targetSessionId: input.sessionId,
+        origin: input.origin,
+        input: input.input,
+        startAt: workflow.startAt,
+        maxSteps: workflow.maxSteps
       })
+      return summarize(record, yield* now)
+    })
 
-    /** Why a queued run cannot start now, if it cannot. */
-    const launchCheck = (record: RunRecord) =>
-      Effect.gen(function* () {
-        const found = yield* Effect.either(registry.get(record.workflowName))
-        if (found._tag === "Left")
-          return { problem: `workflow "${record.workflowName}" is no longer loaded` } as const
-        const changed = sourceProblem(record, found.right)
-        if (changed !== null) return { problem: changed.message } as const
-        const invalid = found.right.workflow.input?.(record.input) ?? null
-        if (invalid !== null) return { problem: `input is invalid: ${invalid}` } as const
-        return { registered: found.right } as const
-      })
-
-    const activate: EngineService["activate"] = (sessionId) =>
-      Effect.gen(function* () {
-        const queued = yield* store.nextQueued(sessionId)
-        if (Option.isNone(queued)) return Option.none()
-        const token = claimToken((yield* newId("x")).slice(2))
-        const claimed = yield* store
-          .claim({ runId: queued.value.runId, token, leaseMs: settings.leaseMs, mode: "activate" })
-          .pipe(
-            Effect.catchTags({
-              RunNotFound: () => Effect.succeed(null),
-              ClaimRefused: () => Effect.succeed(null)
-            })
-          )
-        // Another process activated it first.
-        if (claimed === null) return Option.none()
-        const check = yield* launchCheck(claimed)
-        if ("problem" in check) {
-          const error = { message: check.problem, nodeId: null, original: null }
-          const ended = yield* store
-            .settle(
-              { runId: claimed.runId, token },
-              {
-                next: {
-                  _tag: "End",
-                  state: "failed",
-                  error,
-                  end: { kind: "launchFailed", by: "engine", nodeId: null, attemptId: null }
-                }
+    const activate: EngineService["activate"] = Effect.fn("Engine.activate")(function* (sessionId) {
+      yield* Effect.annotateCurrentSpan("sessionId", sessionId)
+      const queued = yield* store.nextQueued(sessionId)
+      if (Option.isNone(queued)) return Option.none()
+      const token = claimToken((yield* newId("x")).slice(2))
+      const claimed = yield* store
+        .claim({ runId: queued.value.runId, token, leaseMs: settings.leaseMs, mode: "activate" })
+        .pipe(
+          Effect.catchTags({
+            RunNotFound: () => Effect.succeed(null),
+            ClaimRefused: () => Effect.succeed(null)
+          })
+        )
+      // Another process activated it first.
+      if (claimed === null) return Option.none()
+      const check = yield* launchCheck(registry, claimed)
+      if ("problem" in check) {
+        const error = { message: check.problem, nodeId: null, original: null }
+        const ended = yield* store
+          .settle(
+            { runId: claimed.runId, token },
+            {
+              next: {
+                _tag: "End",
+                state: "failed",
+                error,
+                end: { kind: "launchFailed", by: "engine", nodeId: null, attemptId: null }
               }
-            )
-            .pipe(Effect.catchTag("ClaimLost", () => Effect.succeed(null)))
-          if (ended === null) return Option.none()
-          yield* events.publish({ _tag: "LaunchFailed", run: runRefOf(claimed), reason: check.problem })
-          return Option.some(summarize(ended, yield* now))
-        }
-        yield* spawn(claimed, token, check.registered)
-        return Option.some(summarize(claimed, yield* now))
-      })
+            }
+          )
+          .pipe(Effect.catchTag("ClaimLost", () => Effect.succeed(null)))
+        if (ended === null) return Option.none()
+        yield* events.publish({ _tag: "LaunchFailed", run: runRefOf(claimed), reason: check.problem })
+        return Option.some(summarize(ended, yield* now))
+      }
+      yield* spawn(claimed, token, check.registered)
+      return Option.some(summarize(claimed, yield* now))
+    })
 
     /** Hand a stop to this process's runner and wait until it has stopped. */
     const signal = (runId: string, action: string, stop: StopRequest) =>
@@ -211,50 +194,53 @@ export const make = (config: EngineConfig = {}) =>
         return yield* summary(runId)
       })
 
-    const cancel: EngineService["cancel"] = (runId, { by }) =>
-      Effect.gen(function* () {
-        const run = yield* activeRun(runId)
-        if (run !== undefined) {
-          yield* Deferred.succeed(run.stop, { _tag: "Cancel", by })
-          yield* Deferred.await(run.finished)
-          const after = yield* requireRun(runId)
-          if (after.state === "cancelled") return summarize(after, yield* now)
-        }
-        const result = yield* store.cancel(runId, by)
-        if (result._tag === "Refused") {
-          return yield* new InvalidRunState({
-            runId,
-            state: result.run.state,
-            action: "cancel",
-            problem: "it has already ended"
-          })
-        }
-        if (result._tag === "Cancelled" && by === "user") {
-          yield* events.publish({ _tag: "Quiet", run: runRefOf(result.run), kind: "directCancel" })
-        }
-        // The agent cancelled a run no runner holds (queued, waiting, parked): its terminal turn.
-        const ended = result._tag === "Cancelled" && by === "agent" ? terminalEvent(result.run, null) : null
-        if (ended !== null) yield* events.publish(ended)
-        return summarize(result.run, yield* now)
-      })
+    const cancel: EngineService["cancel"] = Effect.fn("Engine.cancel")(function* (runId, { by }) {
+      yield* Effect.annotateCurrentSpan({ runId, by })
+      const run = yield* activeRun(runId)
+      if (run !== undefined) {
+        yield* Deferred.succeed(run.stop, { _tag: "Cancel", by })
+        yield* Deferred.await(run.finished)
+        const after = yield* requireRun(runId)
+        if (after.state === "cancelled") return summarize(after, yield* now)
+      }
+      const result = yield* store.cancel(runId, by)
+      if (result._tag === "Refused") {
+        return yield* new InvalidRunState({
+          runId,
+          state: result.run.state,
+          action: "cancel",
+          problem: "it has already ended"
+        })
+      }
+      if (result._tag === "Cancelled" && by === "user") {
+        yield* events.publish({ _tag: "Quiet", run: runRefOf(result.run), kind: "directCancel" })
+      }
+      // The agent cancelled a run no runner holds (queued, waiting, parked): its terminal turn.
+      const ended = result._tag === "Cancelled" && by === "agent" ? terminalEvent(result.run, null) : null
+      if (ended !== null) yield* events.publish(ended)
+      return summarize(result.run, yield* now)
+    })
 
-    const pause: EngineService["pause"] = (runId) =>
-      Effect.gen(function* () {
-        const result = yield* store.requestPause(runId)
-        if (result._tag === "Refused") {
-          const queued = result.run.state === "queued"
-          return yield* new InvalidRunState({
-            runId,
-            state: result.run.state,
-            action: "pause",
-            problem: queued ? "it has not started yet (cancel it instead)" : "it has already ended"
-          })
-        }
-        yield* events.publish({ _tag: "Quiet", run: runRefOf(result.run), kind: "pause" })
-        return summarize(result.run, yield* now)
-      })
+    const pause: EngineService["pause"] = Effect.fn("Engine.pause")(function* (runId) {
+      yield* Effect.annotateCurrentSpan("runId", runId)
+      const result = yield* store.requestPause(runId)
+      if (result._tag === "Refused") {
+        const queued = result.run.state === "queued"
+        return yield* new InvalidRunState({
+          runId,
+          state: result.run.state,
+          action: "pause",
+          problem: queued ? "it has not started yet (cancel it instead)" : "it has already ended"
+        })
+      }
+      yield* events.publish({ _tag: "Quiet", run: runRefOf(result.run), kind: "pause" })
+      return summarize(result.run, yield* now)
+    })
 
-    const resume: EngineService["resume"] = (runId) => resumeRun(runId, undefined)
+    const resume: EngineService["resume"] = Effect.fn("Engine.resume")(function* (runId) {
+      yield* Effect.annotateCurrentSpan("runId", runId)
+      return yield* resumeRun(runId, undefined)
+    })
 
     const resumeRun = (runId: string, takeoverFrom: string | undefined) =>
       Effect.gen(function* () {
@@ -292,66 +278,66 @@ export const make = (config: EngineConfig = {}) =>
         return summarize(claimed, yield* now)
       })
 
-    const recover: EngineService["recover"] = (sessionId) =>
-      Effect.gen(function* () {
-        const at = yield* now
-        const runs = yield* store.listBySession(sessionId, 100)
-        const here = yield* Ref.get(handles)
-        const candidates = runs.filter(
-          (run) =>
-            run.state === "running" &&
-            !here.has(run.runId) &&
-            (run.claimToken === null || (run.claimExpiresAt ?? 0) <= at || ownerIsDead(run.claimToken))
+    const recover: EngineService["recover"] = Effect.fn("Engine.recover")(function* (sessionId) {
+      yield* Effect.annotateCurrentSpan("sessionId", sessionId)
+      const at = yield* now
+      const runs = yield* store.listBySession(sessionId, 100)
+      const here = yield* Ref.get(handles)
+      const candidates = runs.filter(
+        (run) =>
+          run.state === "running" &&
+          !here.has(run.runId) &&
+          (run.claimToken === null || (run.claimExpiresAt ?? 0) <= at || ownerIsDead(run.claimToken))
+      )
+      const resumed: Array<RunSummary> = []
+      const refused: Array<{ runId: string; reason: string }> = []
+      for (const run of candidates) {
+        const live = run.claimToken !== null && (run.claimExpiresAt ?? 0) > at
+        const outcome = yield* Effect.either(
+          resumeRun(run.runId, live ? (run.claimToken ?? undefined) : undefined)
         )
-        const resumed: Array<RunSummary> = []
-        const refused: Array<{ runId: string; reason: string }> = []
-        for (const run of candidates) {
-          const live = run.claimToken !== null && (run.claimExpiresAt ?? 0) > at
-          const outcome = yield* Effect.either(
-            resumeRun(run.runId, live ? (run.claimToken ?? undefined) : undefined)
-          )
-          if (outcome._tag === "Right") resumed.push(outcome.right)
-          else if (outcome.left._tag === "StoreFailure") return yield* outcome.left
-          else refused.push({ runId: run.runId, reason: outcome.left.message })
-        }
-        return { resumed, refused }
-      })
+        if (outcome._tag === "Right") resumed.push(outcome.right)
+        else if (outcome.left._tag === "StoreFailure") return yield* outcome.left
+        else refused.push({ runId: run.runId, reason: outcome.left.message })
+      }
+      return { resumed, refused }
+    })
 
-    const status: EngineService["status"] = (runId) =>
-      Effect.gen(function* () {
-        const record = yield* requireRun(runId)
-        const steps = yield* store.steps(runId)
-        const events = yield* store.events(runId)
-        return {
-          ...summarize(record, yield* now),
-          stepRecords: steps.map(stepView),
-          events: events.map((event) => ({ kind: event.kind, message: event.message, at: event.at }))
-        }
-      })
+    const status: EngineService["status"] = Effect.fn("Engine.status")(function* (runId) {
+      yield* Effect.annotateCurrentSpan("runId", runId)
+      const record = yield* requireRun(runId)
+      const steps = yield* store.steps(runId)
+      const events = yield* store.events(runId)
+      return {
+        ...summarize(record, yield* now),
+        stepRecords: steps.map(stepView),
+        events: events.map((event) => ({ kind: event.kind, message: event.message, at: event.at }))
+      }
+    })
 
-    const list: EngineService["list"] = (sessionId, options) =>
-      Effect.gen(function* () {
-        const runs = yield* store.listBySession(sessionId, options?.limit ?? 20)
-        const at = yield* now
-        return runs.map((run) => summarize(run, at))
-      })
+    const list: EngineService["list"] = Effect.fn("Engine.list")(function* (sessionId, options) {
+      yield* Effect.annotateCurrentSpan("sessionId", sessionId)
+      const runs = yield* store.listBySession(sessionId, options?.limit ?? 20)
+      const at = yield* now
+      return runs.map((run) => summarize(run, at))
+    })
 
-    const active: EngineService["active"] = (sessionId) =>
-      Effect.gen(function* () {
-        // One reservation per session: at most one such run exists, and it is among the newest.
-        const runs = yield* store.listBySession(sessionId, 20)
-        const at = yield* now
-        return Option.map(Option.fromNullable(runs.find((run) => !isTerminal(run.state))), (run) =>
-          summarize(run, at)
-        )
-      })
+    const active: EngineService["active"] = Effect.fn("Engine.active")(function* (sessionId) {
+      yield* Effect.annotateCurrentSpan("sessionId", sessionId)
+      // One reservation per session: at most one such run exists, and it is among the newest.
+      const runs = yield* store.listBySession(sessionId, 20)
+      const at = yield* now
+      return Option.map(Option.fromNullable(runs.find((run) => !isTerminal(run.state))), (run) =>
+        summarize(run, at)
+      )
+    })
 
-    const awaitRun: EngineService["await"] = (runId) =>
-      Effect.gen(function* () {
-        const run = yield* activeRun(runId)
-        if (run !== undefined) yield* Deferred.await(run.finished)
-        return yield* summary(runId)
-      })
+    const awaitRun: EngineService["await"] = Effect.fn("Engine.await")(function* (runId) {
+      yield* Effect.annotateCurrentSpan("runId", runId)
+      const run = yield* activeRun(runId)
+      if (run !== undefined) yield* Deferred.await(run.finished)
+      return yield* summary(runId)
+    })
 
     const shutdown: EngineService["shutdown"] = Effect.gen(function* () {
       // Runners retrying a failed end give up now: the run is taken over after this process.
@@ -366,7 +352,7 @@ export const make = (config: EngineConfig = {}) =>
           ),
         { concurrency: "unbounded", discard: true }
       )
-    })
+    }).pipe(Effect.withSpan("Engine.shutdown"))
 
     // Closing the engine's scope parks what still runs, before its fibers are interrupted.
     yield* Effect.addFinalizer(() => shutdown)
@@ -374,16 +360,20 @@ export const make = (config: EngineConfig = {}) =>
     return Engine.of({
       start,
       activate,
-      submit: (input) => submitRequest(store, activeRun, input),
+      submit: Effect.fn("Engine.submit")(function* (input) {
+        yield* Effect.annotateCurrentSpan("requestId", input.requestId)
+        return yield* submitRequest(store, activeRun, input)
+      }),
       cancel,
       pause,
-      park: (runId, reason) => signal(runId, "park", { _tag: "Park", reason, quiet: null }),
-      interrupt: (runId, options) =>
-        signal(runId, "interrupt", {
-          _tag: "Interrupt",
-          reason: options.reason,
-          afterwards: options.afterwards
-        }),
+      park: Effect.fn("Engine.park")(function* (runId, reason) {
+        yield* Effect.annotateCurrentSpan("runId", runId)
+        return yield* signal(runId, "park", { _tag: "Park", reason, quiet: null })
+      }),
+      interrupt: Effect.fn("Engine.interrupt")(function* (runId, { reason, afterwards }) {
+        yield* Effect.annotateCurrentSpan("runId", runId)
+        return yield* signal(runId, "interrupt", { _tag: "Interrupt", reason, afterwards })
+      }),
       resume,
       recover,
       status,

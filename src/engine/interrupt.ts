@@ -37,132 +37,129 @@ export const HANDOFF_FIRST_MS = 50
  * already ended, nobody will: this runner publishes the no-successor handoff itself, unless
  * that end owes its own successor, which then answers this claim loss too.
  */
-export const interrupt = (
+export const interrupt = Effect.fn("Runner.interrupt")(function* (
   deps: RunnerDeps,
   run: ActiveRun,
   visit: VisitState,
   requested: ActiveTurnCause,
   requestedReason: string
-) =>
-  Effect.gen(function* () {
-    let cause = requested
-    let reason = requestedReason
-    // A read never waits for another process's write lock (WAL): find out cheaply whether the
-    // claim is still ours, so a turn whose run was taken over is reported as a claim loss.
-    const claim = yield* deps.store
-      .get(run.runId)
-      .pipe(Effect.timeout(Duration.millis(CLAIM_CHECK_MS)), Effect.either, Effect.interruptible)
-    if (
-      cause !== "claimLost" &&
-      claim._tag === "Right" &&
-      Option.isSome(claim.right) &&
-      claim.right.value.claimToken !== run.fence.token
-    ) {
-      yield* Ref.update(run.memory, (m) => ({ ...m, claimLostReported: true }))
-      cause = "claimLost"
-      reason = "another runner took over the workflow run"
-    }
-    // Ended by another runner before this one learned of its loss: this abort records nothing.
-    // When that end owes its own successor, the abort keeps that intent (no second one for the
-    // same stop); when it owes none (the user's direct cancel), it only stops the turn.
-    let ended =
-      cause === "claimLost" && claim._tag === "Right" && Option.isSome(claim.right)
-        ? endedEvent(claim.right.value)
-        : null
-    const memory = yield* Ref.get(run.memory)
-    const provenance = {
-      cause,
-      nodeId: visit.nodeId,
-      attemptId: visit.attemptId,
-      interruption: memory.interruptions
-    }
-    yield* Ref.update(run.memory, (m) => ({
-      ...m,
-      interruptions: m.interruptions + 1,
-      outstanding: provenance
-    }))
-    // Claim loss: the handoff write goes first. It is one conditional statement that also says
-    // whether the run has ended since the read above; an end that landed in between and owes its
-    // own successor is then kept like one the read saw, instead of the core storing a claim-loss
-    // intent beside it (two fallbacks for one stop). A write that does not answer at once goes
-    // on beside the abort, as every other provenance write does; so does the write after a
-    // failed read (the store is in trouble: the abort waits for nothing more).
-    const early =
-      cause === "claimLost" && ended === null && claim._tag === "Right"
-        ? yield* deps.store
-            .recordHandoff(run.runId, provenance, { unlessSuperseded: true })
-            .pipe(
-              withLockBudget(HANDOFF_FIRST_MS),
-              Effect.timeout(Duration.millis(HANDOFF_FIRST_MS)),
-              Effect.option,
-              Effect.map(Option.getOrNull),
-              Effect.interruptible
-            )
-        : null
-    // The new owner has already opened the request of a later step: its prompt is the session's
-    // successor turn. This abort owes nothing (a claim-loss intent here would be a second
-    // terminal message beside the one the run's end under the new owner owes, seed 9407), but
-    // the old turn still stops: it must not go on working on a step it no longer owns.
-    if (early?._tag === "Superseded") return yield* superseded(deps, run, provenance, reason)
-    if (early?._tag === "Ended") ended = endedEvent(early.run)
-    const write: Effect.Effect<HandoffResult | null, ClaimLost | RunNotFound | StoreFailure> =
-      ended !== null
-        ? Effect.succeed(null)
-        : early !== null
-          ? Effect.succeed(early)
-          : cause === "claimLost"
-            ? deps.store.recordHandoff(run.runId, provenance)
-            : Effect.as(deps.store.recordInterruption(run.fence, provenance), null)
-    const written = write.pipe(
-      withLockBudget(ABORT_LOCK_BUDGET_MS),
-      Effect.timeoutFail({
-        duration: Duration.millis(PROVENANCE_BOUND_MS),
-        onTimeout: () => new ProvenanceNotStored({ runId: run.runId, boundMs: PROVENANCE_BOUND_MS })
-      }),
-      Effect.either,
-      Effect.tap((result) =>
-        result._tag === "Left"
-          ? Effect.logWarning(
-              `workflow run ${run.runId}: abort provenance not stored; terminal handling retries`
-            )
-          : Effect.void
-      ),
-      Effect.interruptible
-    )
-    const publish = deps.events.publish({
-      _tag: "ActiveTurnInterrupted",
+) {
+  yield* Effect.annotateCurrentSpan({ runId: run.runId, nodeId: visit.nodeId, cause: requested })
+  let cause = requested
+  let reason = requestedReason
+  // A read never waits for another process's write lock (WAL): find out cheaply whether the
+  // claim is still ours, so a turn whose run was taken over is reported as a claim loss.
+  const claim = yield* deps.store
+    .get(run.runId)
+    .pipe(Effect.timeout(Duration.millis(CLAIM_CHECK_MS)), Effect.either, Effect.interruptible)
+  if (
+    cause !== "claimLost" &&
+    claim._tag === "Right" &&
+    Option.isSome(claim.right) &&
+    claim.right.value.claimToken !== run.fence.token
+  ) {
+    yield* Ref.update(run.memory, (m) => ({ ...m, claimLostReported: true }))
+    cause = "claimLost"
+    reason = "another runner took over the workflow run"
+  }
+  // Ended by another runner before this one learned of its loss: this abort records nothing.
+  // When that end owes its own successor, the abort keeps that intent (no second one for the
+  // same stop); when it owes none (the user's direct cancel), it only stops the turn.
+  let ended =
+    cause === "claimLost" && claim._tag === "Right" && Option.isSome(claim.right)
+      ? endedEvent(claim.right.value)
+      : null
+  const memory = yield* Ref.get(run.memory)
+  const provenance = {
+    cause,
+    nodeId: visit.nodeId,
+    attemptId: visit.attemptId,
+    interruption: memory.interruptions
+  }
+  yield* Ref.update(run.memory, (m) => ({
+    ...m,
+    interruptions: m.interruptions + 1,
+    outstanding: provenance
+  }))
+  // Claim loss: the handoff write goes first. It is one conditional statement that also says
+  // whether the run has ended since the read above; an end that landed in between and owes its
+  // own successor is then kept like one the read saw, instead of the core storing a claim-loss
+  // intent beside it (two fallbacks for one stop). A write that does not answer at once goes
+  // on beside the abort, as every other provenance write does; so does the write after a
+  // failed read (the store is in trouble: the abort waits for nothing more).
+  const early =
+    cause === "claimLost" && ended === null && claim._tag === "Right"
+      ? yield* deps.store
+          .recordHandoff(run.runId, provenance, { unlessSuperseded: true })
+          .pipe(
+            withLockBudget(HANDOFF_FIRST_MS),
+            Effect.timeout(Duration.millis(HANDOFF_FIRST_MS)),
+            Effect.option,
+            Effect.map(Option.getOrNull),
+            Effect.interruptible
+          )
+      : null
+  // The new owner has already opened the request of a later step: its prompt is the session's
+  // successor turn. This abort owes nothing (a claim-loss intent here would be a second
+  // terminal message beside the one the run's end under the new owner owes, seed 9407), but
+  // the old turn still stops: it must not go on working on a step it no longer owns.
+  if (early?._tag === "Superseded") return yield* superseded(deps, run, provenance, reason)
+  if (early?._tag === "Ended") ended = endedEvent(early.run)
+  const write: Effect.Effect<HandoffResult | null, ClaimLost | RunNotFound | StoreFailure> =
+    ended !== null
+      ? Effect.succeed(null)
+      : early !== null
+        ? Effect.succeed(early)
+        : cause === "claimLost"
+          ? deps.store.recordHandoff(run.runId, provenance)
+          : Effect.as(deps.store.recordInterruption(run.fence, provenance), null)
+  const written = write.pipe(
+    withLockBudget(ABORT_LOCK_BUDGET_MS),
+    Effect.timeoutFail({
+      duration: Duration.millis(PROVENANCE_BOUND_MS),
+      onTimeout: () => new ProvenanceNotStored({ runId: run.runId, boundMs: PROVENANCE_BOUND_MS })
+    }),
+    Effect.either,
+    Effect.tap((result) =>
+      result._tag === "Left"
+        ? Effect.logWarning(
+            `workflow run ${run.runId}: abort provenance not stored; terminal handling retries`
+          )
+        : Effect.void
+    ),
+    Effect.interruptible
+  )
+  const publish = deps.events.publish({
+    _tag: "ActiveTurnInterrupted",
+    run: run.ref,
+    provenance,
+    reason,
+    ...(ended === null ? {} : { ended })
+  })
+  const [recorded] = yield* Effect.all([Effect.exit(written), publish], { concurrency: 2 }).pipe(
+    Effect.uninterruptible
+  )
+  const handoff = recorded._tag === "Success" && recorded.value._tag === "Right" ? recorded.value.right : null
+  // The run ended while this (late) handoff write was on its way, with an end that owes its own
+  // successor: that end's message answers this claim loss too (`coveredByEnd`), so its intent
+  // is not made eligible here; reconciliation resolves it with the end's message.
+  if (handoff?._tag === "Ended" && owedEnd(handoff.run) !== null) {
+    yield* Effect.logInfo(`workflow run ${run.runId}: claim lost after the run ended; its end's turn answers`)
+  } else if (handoff?._tag === "Ended") {
+    // The run ended with no successor of its own: the end state, never "may continue". The
+    // policy gives an end the user cancelled no turn at all (its intent stays retired).
+    const result = yield* deps.events.publish({
+      _tag: "HandoffEnded",
       run: run.ref,
       provenance,
+      observedState: handoff.run.state,
       reason,
-      ...(ended === null ? {} : { ended })
+      ...(handoff.run.state === "cancelled" ? { cancelledBy: cancelledBy(handoff.run) ?? "user" } : {})
     })
-    const [recorded] = yield* Effect.all([Effect.exit(written), publish], { concurrency: 2 }).pipe(
-      Effect.uninterruptible
-    )
-    const handoff =
-      recorded._tag === "Success" && recorded.value._tag === "Right" ? recorded.value.right : null
-    // The run ended while this (late) handoff write was on its way, with an end that owes its own
-    // successor: that end's message answers this claim loss too (`coveredByEnd`), so its intent
-    // is not made eligible here; reconciliation resolves it with the end's message.
-    if (handoff?._tag === "Ended" && owedEnd(handoff.run) !== null) {
-      yield* Effect.logInfo(
-        `workflow run ${run.runId}: claim lost after the run ended; its end's turn answers`
-      )
-    } else if (handoff?._tag === "Ended") {
-      // The run ended with no successor of its own: the end state, never "may continue". The
-      // policy gives an end the user cancelled no turn at all (its intent stays retired).
-      const result = yield* deps.events.publish({
-        _tag: "HandoffEnded",
-        run: run.ref,
-        provenance,
-        observedState: handoff.run.state,
-        reason,
-        ...(handoff.run.state === "cancelled" ? { cancelledBy: cancelledBy(handoff.run) ?? "user" } : {})
-      })
-      yield* recordLoss(deps, run, result.warning)
-    }
-    return provenance
-  })
+    yield* recordLoss(deps, run, result.warning)
+  }
+  return provenance
+})
 
 /**
  * Claim loss after the new owner's newer prompt: nothing to record and no intent (that prompt
@@ -218,29 +215,29 @@ const recordLoss = (deps: RunnerDeps, run: ActiveRun, warning: string | null) =>
  * (`store/answered-abort.ts`), so the row, not memory, says what the end reuses. Returns the
  * intent's ID (null when the end owes no turn).
  */
-export const terminal = (
+export const terminal = Effect.fn("Runner.terminal")(function* (
   deps: RunnerDeps,
   run: ActiveRun,
   ended: RunRecord,
   state: TerminalState,
   reason: string
-) =>
-  Effect.gen(function* () {
-    const event = terminalEvent(ended, reason)
-    if (event === null || event.state !== state) return null
-    // An end that owes no turn (the user's direct cancel, even with a system abort still
-    // outstanding): nothing to publish; the runner published `Quiet` for it.
-    if (policy(event)._tag !== "Intent") return null
-    const result = yield* deps.events.publish(event)
-    yield* recordLoss(deps, run, result.warning)
-    // The deterministic ID, also when the publisher only records events.
-    const request = intentRequest(event, policy(event))
-    if (request === null) return null
-    return yield* identify(request).pipe(
-      Effect.map((identified) => identified.intentId),
-      Effect.orElseSucceed(() => result.intentId)
-    )
-  })
+) {
+  yield* Effect.annotateCurrentSpan({ runId: run.runId, state })
+  const event = terminalEvent(ended, reason)
+  if (event === null || event.state !== state) return null
+  // An end that owes no turn (the user's direct cancel, even with a system abort still
+  // outstanding): nothing to publish; the runner published `Quiet` for it.
+  if (policy(event)._tag !== "Intent") return null
+  const result = yield* deps.events.publish(event)
+  yield* recordLoss(deps, run, result.warning)
+  // The deterministic ID, also when the publisher only records events.
+  const request = intentRequest(event, policy(event))
+  if (request === null) return null
+  return yield* identify(request).pipe(
+    Effect.map((identified) => identified.intentId),
+    Effect.orElseSucceed(() => result.intentId)
+  )
+})
 
 /**
  * The agent cancelled the run while no agent turn of it was open (a compute step, between steps,

@@ -117,39 +117,39 @@ export const presentationText = (run: Presentable) =>
   })
 
 /** Present it through its terminal turn intent and record it; true once it is in the session. Never fails. */
-export const presentRun = (
+export const presentRun = Effect.fn("Runner.present")(function* (
   deps: { readonly coordinator: CoordinatorService; readonly store: RunStoreService },
   run: Presentable,
   turnIntentId: string
-): Effect.Effect<boolean> =>
-  Effect.gen(function* () {
-    const text = yield* presentationText(run)
-    const message = presentationMessage({ runId: run.runId, state: "completed", text })
-    const sent = yield* deps.coordinator
-      .deliverNatural({ kind: "presentation", runId: run.runId, message, options: DELIVERY, turnIntentId })
-      .pipe(
-        Effect.retry({ schedule: Schedule.exponential(Duration.millis(100)), times: PRESENT_ATTEMPTS - 1 }),
-        Effect.either
-      )
-    if (sent._tag === "Left") {
-      yield* Effect.logWarning(
-        `workflow run ${run.runId}: presentation not delivered (${sent.left.message}); reconciliation retries`
-      )
-      return false
-    }
-    if (!sent.right.sent && sent.right.turnIntentId === null) {
-      yield* Effect.logInfo(`workflow run ${run.runId}: presentation not sent: ${sent.right.note ?? "?"}`)
-      return false
-    }
-    yield* deps.store.recordEvent(run.runId, { kind: "presented", message: "presentation sent" }).pipe(
-      Effect.retry({ schedule: Schedule.exponential(Duration.millis(100)), times: 3 }),
-      // The message is in the branch: a later pass finds it there and records nothing twice.
-      Effect.catchAll((error) =>
-        Effect.logWarning(`workflow run ${run.runId}: presentation not recorded: ${error.message}`)
-      )
+) {
+  yield* Effect.annotateCurrentSpan("runId", run.runId)
+  const text = yield* presentationText(run)
+  const message = presentationMessage({ runId: run.runId, state: "completed", text })
+  const sent = yield* deps.coordinator
+    .deliverNatural({ kind: "presentation", runId: run.runId, message, options: DELIVERY, turnIntentId })
+    .pipe(
+      Effect.retry({ schedule: Schedule.exponential(Duration.millis(100)), times: PRESENT_ATTEMPTS - 1 }),
+      Effect.either
     )
-    return true
-  })
+  if (sent._tag === "Left") {
+    yield* Effect.logWarning(
+      `workflow run ${run.runId}: presentation not delivered (${sent.left.message}); reconciliation retries`
+    )
+    return false
+  }
+  if (!sent.right.sent && sent.right.turnIntentId === null) {
+    yield* Effect.logInfo(`workflow run ${run.runId}: presentation not sent: ${sent.right.note ?? "?"}`)
+    return false
+  }
+  yield* deps.store.recordEvent(run.runId, { kind: "presented", message: "presentation sent" }).pipe(
+    Effect.retry({ schedule: Schedule.exponential(Duration.millis(100)), times: 3 }),
+    // The message is in the branch: a later pass finds it there and records nothing twice.
+    Effect.catchAll((error) =>
+      Effect.logWarning(`workflow run ${run.runId}: presentation not recorded: ${error.message}`)
+    )
+  )
+  return true
+})
 
 export interface StepProgressReport {
   readonly runId: string

@@ -223,3 +223,16 @@ export const sourceProblem = (record: RunRecord, registered: RegisteredWorkflow)
         expectedFingerprint: record.sourceFingerprint,
         foundFingerprint: registered.fingerprint
       })
+
+/** Why a queued run cannot start now on the workflow registered under its name, if it cannot. */
+export const launchCheck = (registry: WorkflowRegistryService, record: RunRecord) =>
+  Effect.gen(function* () {
+    const found = yield* Effect.either(registry.get(record.workflowName))
+    if (found._tag === "Left")
+      return { problem: `workflow "${record.workflowName}" is no longer loaded` } as const
+    const changed = sourceProblem(record, found.right)
+    if (changed !== null) return { problem: changed.message } as const
+    const invalid = found.right.workflow.input?.(record.input) ?? null
+    if (invalid !== null) return { problem: `input is invalid: ${invalid}` } as const
+    return { registered: found.right } as const
+  })

@@ -18,7 +18,7 @@ import { type ActiveRun, newId, type RunnerDeps, type VisitState } from "./activ
 import { onClaimLost, terminal } from "./interrupt.ts"
 import { withRunnerSettle } from "./store-retry.ts"
 import { deadlineOrigin, SUPERSEDED } from "./timeout.ts"
-import { conclude, endAt, onStop, settleVisit, type Step } from "./transitions.ts"
+import { conclude, endAt, onStop, settleVisit } from "./transitions.ts"
 import { executeVisit } from "./visit.ts"
 
 const liveClock = Context.get(DefaultServices.liveServices, Clock.Clock)
@@ -34,65 +34,70 @@ export const yieldToEventLoop: Effect.Effect<void> = Effect.clockWith((clock) =>
 )
 
 /** At a step boundary: honour stop, pause and maxSteps, then start the next visit. */
-const boundary = (deps: RunnerDeps, run: ActiveRun, nodeId: string, deadlineFrom: number | null) =>
-  Effect.gen(function* () {
-    const pending = yield* Deferred.poll(run.stop)
-    if (Option.isSome(pending)) return yield* onStop(deps, run, null, yield* pending.value, nodeId)
-    // The claim and its control requests only: the whole row (snapshot, step count) costs O(run).
-    const control = yield* deps.store.control(run.fence).pipe(
-      Effect.map(Option.some),
-      Effect.catchTag("ClaimLost", () => Effect.succeedNone)
-    )
-    if (Option.isNone(control)) return yield* onClaimLost(deps, run)
-    const flags = control.value
-    if (flags.cancelRequested !== null) {
-      return yield* onStop(deps, run, null, { _tag: "Cancel", by: flags.cancelRequested }, nodeId)
-    }
-    if (flags.pauseRequested) {
-      yield* deps.store.settle(run.fence, { next: { _tag: "Hold" } })
-      return null
-    }
-    const memory = yield* Ref.get(run.memory)
-    const node = run.workflow.nodes.get(nodeId)
-    if (memory.finished >= run.workflow.maxSteps || node === undefined) {
-      const message =
-        node === undefined
-          ? `node "${nodeId}" does not exist in the loaded workflow`
-          : `the run reached maxSteps (${run.workflow.maxSteps}) before visiting node "${nodeId}"`
-      const ended = yield* deps.store.settle(run.fence, {
-        next: {
-          _tag: "End",
-          state: "failed",
-          error: { message, nodeId, original: null },
-          // A node the loaded workflow lacks is a plain failure; the step budget is its own kind.
-          end: endAt(node === undefined ? "failed" : "maxSteps", "engine", { nodeId, attemptId: null })
-        }
-      })
-      yield* terminal(deps, run, ended, "failed", message)
-      return null
-    }
-    const attemptId = yield* newId("att")
-    yield* deps.store.startStep(run.fence, { nodeId, attemptId })
-    const visit: VisitState = {
-      nodeId,
-      attemptId,
-      node,
-      submitted: yield* Deferred.make<unknown>(),
-      requestId: null,
-      delivered: false,
-      timeoutMs: undefined,
-      deadlineFrom
-    }
-    yield* Ref.update(run.memory, (m) => ({ ...m, visit }))
-    return visit
-  })
+const boundary = Effect.fn("Runner.boundary")(function* (
+  deps: RunnerDeps,
+  run: ActiveRun,
+  nodeId: string,
+  deadlineFrom: number | null
+) {
+  yield* Effect.annotateCurrentSpan({ runId: run.runId, nodeId })
+  const pending = yield* Deferred.poll(run.stop)
+  if (Option.isSome(pending)) return yield* onStop(deps, run, null, yield* pending.value, nodeId)
+  // The claim and its control requests only: the whole row (snapshot, step count) costs O(run).
+  const control = yield* deps.store.control(run.fence).pipe(
+    Effect.map(Option.some),
+    Effect.catchTag("ClaimLost", () => Effect.succeedNone)
+  )
+  if (Option.isNone(control)) return yield* onClaimLost(deps, run)
+  const flags = control.value
+  if (flags.cancelRequested !== null) {
+    return yield* onStop(deps, run, null, { _tag: "Cancel", by: flags.cancelRequested }, nodeId)
+  }
+  if (flags.pauseRequested) {
+    yield* deps.store.settle(run.fence, { next: { _tag: "Hold" } })
+    return null
+  }
+  const memory = yield* Ref.get(run.memory)
+  const node = run.workflow.nodes.get(nodeId)
+  if (memory.finished >= run.workflow.maxSteps || node === undefined) {
+    const message =
+      node === undefined
+        ? `node "${nodeId}" does not exist in the loaded workflow`
+        : `the run reached maxSteps (${run.workflow.maxSteps}) before visiting node "${nodeId}"`
+    const ended = yield* deps.store.settle(run.fence, {
+      next: {
+        _tag: "End",
+        state: "failed",
+        error: { message, nodeId, original: null },
+        // A node the loaded workflow lacks is a plain failure; the step budget is its own kind.
+        end: endAt(node === undefined ? "failed" : "maxSteps", "engine", { nodeId, attemptId: null })
+      }
+    })
+    yield* terminal(deps, run, ended, "failed", message)
+    return null
+  }
+  const attemptId = yield* newId("att")
+  yield* deps.store.startStep(run.fence, { nodeId, attemptId })
+  const visit: VisitState = {
+    nodeId,
+    attemptId,
+    node,
+    submitted: yield* Deferred.make<unknown>(),
+    requestId: null,
+    delivered: false,
+    timeoutMs: undefined,
+    deadlineFrom
+  }
+  yield* Ref.update(run.memory, (m) => ({ ...m, visit }))
+  return visit
+})
 
 /**
  * Where a claimed run continues: its current node, after closing an attempt a previous runner
  * left in flight (it reruns with a fresh attempt), or routing from an attempt whose submission
  * landed before the previous runner could route it.
  */
-const prepare = (
+const prepare = Effect.fn("Runner.prepare")(function* (
   deps: RunnerDeps,
   run: ActiveRun,
   steps: ReadonlyArray<StepRecord>,
@@ -100,29 +105,29 @@ const prepare = (
     readonly nodeId: string
     readonly attemptId: string | null
   }
-): Step =>
-  Effect.gen(function* () {
-    const step = current.attemptId === null ? undefined : steps.find((s) => s.attemptId === current.attemptId)
-    if (step === undefined || step.interrupted !== null) return current.nodeId
-    if (step.outcome === null) {
-      yield* deps.store.settle(run.fence, {
-        attemptId: step.attemptId,
-        step: { _tag: "Interrupted", reason: SUPERSEDED },
-        closeRequest: "superseded",
-        next: { _tag: "Continue", nodeId: step.nodeId }
-      })
-      return step.nodeId
-    }
-    if (step.outcome === "cancelled") return null
-    const at = { nodeId: step.nodeId, attemptId: step.attemptId, timeoutMs: step.timeoutMs }
-    const value = {
-      ...Option.match(step.output, { onNone: () => ({}), onSome: (output) => ({ output }) }),
-      ...(step.error === null ? {} : { error: step.error })
-    }
-    // The step row is already final; undo its count so the memory reflects one visit.
-    yield* Ref.update(run.memory, (m) => ({ ...m, finished: m.finished - 1 }))
-    return yield* conclude(deps, run, at, step.outcome, value, undefined, undefined)
-  })
+) {
+  yield* Effect.annotateCurrentSpan("runId", run.runId)
+  const step = current.attemptId === null ? undefined : steps.find((s) => s.attemptId === current.attemptId)
+  if (step === undefined || step.interrupted !== null) return current.nodeId
+  if (step.outcome === null) {
+    yield* deps.store.settle(run.fence, {
+      attemptId: step.attemptId,
+      step: { _tag: "Interrupted", reason: SUPERSEDED },
+      closeRequest: "superseded",
+      next: { _tag: "Continue", nodeId: step.nodeId }
+    })
+    return step.nodeId
+  }
+  if (step.outcome === "cancelled") return null
+  const at = { nodeId: step.nodeId, attemptId: step.attemptId, timeoutMs: step.timeoutMs }
+  const value = {
+    ...Option.match(step.output, { onNone: () => ({}), onSome: (output) => ({ output }) }),
+    ...(step.error === null ? {} : { error: step.error })
+  }
+  // The step row is already final; undo its count so the memory reflects one visit.
+  yield* Ref.update(run.memory, (m) => ({ ...m, finished: m.finished - 1 }))
+  return yield* conclude(deps, run, at, step.outcome, value, undefined, undefined)
+})
 
 const renewals = (deps: RunnerDeps, run: ActiveRun) =>
   Clock.currentTimeMillis.pipe(
@@ -159,13 +164,14 @@ const renewals = (deps: RunnerDeps, run: ActiveRun) =>
   )
 
 /** Drive a claimed run until it ends, holds, parks or loses its claim. */
-export const runClaimed = (
-  runnerDeps: RunnerDeps,
-  run: ActiveRun,
-  steps: ReadonlyArray<StepRecord>,
-  current: { readonly nodeId: string; readonly attemptId: string | null }
-): Effect.Effect<void> =>
-  Effect.gen(function* () {
+export const runClaimed = Effect.fn("Runner.run")(
+  function* (
+    runnerDeps: RunnerDeps,
+    run: ActiveRun,
+    steps: ReadonlyArray<StepRecord>,
+    current: { readonly nodeId: string; readonly attemptId: string | null }
+  ) {
+    yield* Effect.annotateCurrentSpan({ runId: run.runId, workflow: run.workflow.name })
     const deps = withRunnerSettle(runnerDeps, run)
     yield* Effect.forkScoped(renewals(deps, run))
     let next = yield* run.lock.withPermits(1)(prepare(deps, run, steps, current))
@@ -180,13 +186,16 @@ export const runClaimed = (
       // Between steps, not under the run's lock: Pi's RPC, TUI and Escape get their turn.
       if (next !== null) yield* yieldToEventLoop
     }
-  }).pipe(
-    Effect.scoped,
-    Effect.catchTags({
-      ClaimLost: () => Effect.asVoid(onClaimLost(runnerDeps, run)),
-      // The claim stays until its lease expires; a later resume takes the run over.
-      StoreFailure: (error) =>
-        Effect.logError(`workflow run ${run.runId}: store failure, runner stopped: ${error.message}`)
-    }),
-    Effect.ensuring(Ref.update(run.memory, (m) => ({ ...m, visit: null })))
-  )
+  },
+  (effect, runnerDeps, run): Effect.Effect<void> =>
+    effect.pipe(
+      Effect.scoped,
+      Effect.catchTags({
+        ClaimLost: () => Effect.asVoid(onClaimLost(runnerDeps, run)),
+        // The claim stays until its lease expires; a later resume takes the run over.
+        StoreFailure: (error) =>
+          Effect.logError(`workflow run ${run.runId}: store failure, runner stopped: ${error.message}`)
+      }),
+      Effect.ensuring(Ref.update(run.memory, (m) => ({ ...m, visit: null })))
+    )
+)

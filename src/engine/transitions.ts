@@ -16,7 +16,7 @@ import { interrupt, onClaimLost, recordAgentCancel, terminal } from "./interrupt
 import { presentRun } from "./messages.ts"
 import type { VisitResult } from "./visit.ts"
 
-export type Step = Effect.Effect<string | null, ClaimLost | StoreFailure>
+type Step = Effect.Effect<string | null, ClaimLost | StoreFailure>
 
 /** The facts a run's end is recorded with (decided here, never read back from its message). */
 export const endAt = (
@@ -123,119 +123,124 @@ export const conclude = (
   })
 
 /** Handle a stop request, with or without a visit in flight. */
-export const onStop = (
+export const onStop = Effect.fn("Runner.stop")(function* (
   deps: RunnerDeps,
   run: ActiveRun,
   visit: VisitState | null,
   stop: StopRequest,
   /** The node the run stands at when no visit is in flight (a step boundary). */
   boundaryNode: string | null = null
-): Effect.Effect<null, ClaimLost | StoreFailure> =>
-  Effect.gen(function* () {
-    if (stop._tag === "ClaimLost") return yield* onClaimLost(deps, run)
-    const submitted = visit !== null && (yield* Deferred.isDone(visit.submitted))
-    const activeTurn = visit?.delivered === true && !submitted
-    const at = { nodeId: visit?.nodeId ?? null, attemptId: visit?.attemptId ?? null }
-    // A visit whose submission already landed keeps its `ok` step; resume routes from it.
-    const settleVisit = (step: StepUpdate, closeRequest: string) =>
-      visit === null || submitted ? {} : { attemptId: visit.attemptId, step, closeRequest }
-    const outcome = (outcome: StepOutcome, error: string): StepUpdate => ({
-      _tag: "Outcome",
-      outcome,
-      error,
-      timeoutMs: visit?.timeoutMs ?? null
-    })
-    const park = (reason: string) =>
-      deps.store.settle(run.fence, {
-        ...settleVisit({ _tag: "Interrupted", reason: `parked: ${reason}` }, "parked"),
-        next: { _tag: "Park", reason }
-      })
-    switch (stop._tag) {
-      case "Cancel": {
-        const reason = `cancelled by the ${stop.by}`
-        if (stop.by === "agent" && activeTurn && visit !== null) {
-          yield* interrupt(deps, run, visit, "agentCancelled", reason)
-        } else if (stop.by === "agent") {
-          yield* recordAgentCancel(deps, run, { nodeId: at.nodeId ?? boundaryNode, attemptId: at.attemptId })
-        }
-        const ended = yield* deps.store.settle(run.fence, {
-          ...settleVisit(outcome("cancelled", reason), "cancelled"),
-          next: {
-            _tag: "End",
-            state: "cancelled",
-            error: { message: reason, nodeId: at.nodeId, original: null },
-            cancelledBy: stop.by,
-            end: endAt("cancelled", stop.by, { nodeId: at.nodeId ?? boundaryNode, attemptId: at.attemptId })
-          }
-        })
-        // A direct cancel is quiet; an earlier system abort of this run still gets its successor.
-        if (stop.by === "user")
-          yield* deps.events.publish({ _tag: "Quiet", run: run.ref, kind: "directCancel" })
-        yield* terminal(deps, run, ended, "cancelled", reason)
-        return null
-      }
-      case "Park":
-        yield* park(stop.reason)
-        if (stop.quiet !== null) yield* deps.events.publish({ _tag: "Quiet", run: run.ref, kind: stop.quiet })
-        return null
-      case "Interrupt": {
-        if (activeTurn && visit !== null) {
-          yield* interrupt(deps, run, visit, "controllerInterrupted", stop.reason)
-        }
-        if (stop.afterwards === "park") {
-          yield* park(`interrupted: ${stop.reason}`)
-          return null
-        }
-        const message = `interrupted by the controller: ${stop.reason}`
-        const ended = yield* deps.store.settle(run.fence, {
-          ...settleVisit(outcome("failed", message), "interrupted"),
-          next: {
-            _tag: "End",
-            state: "failed",
-            error: { message, nodeId: at.nodeId, original: null },
-            end: endAt("controllerInterrupted", "controller", {
-              nodeId: at.nodeId ?? boundaryNode,
-              attemptId: at.attemptId
-            })
-          }
-        })
-        yield* terminal(deps, run, ended, "failed", message)
-        return null
-      }
-    }
+) {
+  yield* Effect.annotateCurrentSpan({ runId: run.runId, stop: stop._tag })
+  if (stop._tag === "ClaimLost") return yield* onClaimLost(deps, run)
+  const submitted = visit !== null && (yield* Deferred.isDone(visit.submitted))
+  const activeTurn = visit?.delivered === true && !submitted
+  const at = { nodeId: visit?.nodeId ?? null, attemptId: visit?.attemptId ?? null }
+  // A visit whose submission already landed keeps its `ok` step; resume routes from it.
+  const settleVisit = (step: StepUpdate, closeRequest: string) =>
+    visit === null || submitted ? {} : { attemptId: visit.attemptId, step, closeRequest }
+  const outcome = (outcome: StepOutcome, error: string): StepUpdate => ({
+    _tag: "Outcome",
+    outcome,
+    error,
+    timeoutMs: visit?.timeoutMs ?? null
   })
+  const park = (reason: string) =>
+    deps.store.settle(run.fence, {
+      ...settleVisit({ _tag: "Interrupted", reason: `parked: ${reason}` }, "parked"),
+      next: { _tag: "Park", reason }
+    })
+  switch (stop._tag) {
+    case "Cancel": {
+      const reason = `cancelled by the ${stop.by}`
+      if (stop.by === "agent" && activeTurn && visit !== null) {
+        yield* interrupt(deps, run, visit, "agentCancelled", reason)
+      } else if (stop.by === "agent") {
+        yield* recordAgentCancel(deps, run, { nodeId: at.nodeId ?? boundaryNode, attemptId: at.attemptId })
+      }
+      const ended = yield* deps.store.settle(run.fence, {
+        ...settleVisit(outcome("cancelled", reason), "cancelled"),
+        next: {
+          _tag: "End",
+          state: "cancelled",
+          error: { message: reason, nodeId: at.nodeId, original: null },
+          cancelledBy: stop.by,
+          end: endAt("cancelled", stop.by, { nodeId: at.nodeId ?? boundaryNode, attemptId: at.attemptId })
+        }
+      })
+      // A direct cancel is quiet; an earlier system abort of this run still gets its successor.
+      if (stop.by === "user")
+        yield* deps.events.publish({ _tag: "Quiet", run: run.ref, kind: "directCancel" })
+      yield* terminal(deps, run, ended, "cancelled", reason)
+      return null
+    }
+    case "Park":
+      yield* park(stop.reason)
+      if (stop.quiet !== null) yield* deps.events.publish({ _tag: "Quiet", run: run.ref, kind: stop.quiet })
+      return null
+    case "Interrupt": {
+      if (activeTurn && visit !== null) {
+        yield* interrupt(deps, run, visit, "controllerInterrupted", stop.reason)
+      }
+      if (stop.afterwards === "park") {
+        yield* park(`interrupted: ${stop.reason}`)
+        return null
+      }
+      const message = `interrupted by the controller: ${stop.reason}`
+      const ended = yield* deps.store.settle(run.fence, {
+        ...settleVisit(outcome("failed", message), "interrupted"),
+        next: {
+          _tag: "End",
+          state: "failed",
+          error: { message, nodeId: at.nodeId, original: null },
+          end: endAt("controllerInterrupted", "controller", {
+            nodeId: at.nodeId ?? boundaryNode,
+            attemptId: at.attemptId
+          })
+        }
+      })
+      yield* terminal(deps, run, ended, "failed", message)
+      return null
+    }
+  }
+})
 
 /** Settle a finished visit. A submission that landed before a timeout or stop was handled wins. */
-export const settleVisit = (deps: RunnerDeps, run: ActiveRun, started: VisitState, raw: VisitResult): Step =>
-  Effect.gen(function* () {
-    const visit = (yield* Ref.get(run.memory)).visit ?? started
-    if (raw._tag === "Stopped") return yield* onStop(deps, run, visit, raw.stop)
-    const at = { nodeId: visit.nodeId, attemptId: visit.attemptId, timeoutMs: visit.timeoutMs ?? null }
-    if (yield* Deferred.isDone(visit.submitted)) {
-      const output = yield* Deferred.await(visit.submitted)
-      return yield* conclude(deps, run, at, "ok", { output }, undefined, undefined)
+export const settleVisit = Effect.fn("Runner.settle")(function* (
+  deps: RunnerDeps,
+  run: ActiveRun,
+  started: VisitState,
+  raw: VisitResult
+) {
+  yield* Effect.annotateCurrentSpan({ runId: run.runId, nodeId: started.nodeId, outcome: raw._tag })
+  const visit = (yield* Ref.get(run.memory)).visit ?? started
+  if (raw._tag === "Stopped") return yield* onStop(deps, run, visit, raw.stop)
+  const at = { nodeId: visit.nodeId, attemptId: visit.attemptId, timeoutMs: visit.timeoutMs ?? null }
+  if (yield* Deferred.isDone(visit.submitted)) {
+    const output = yield* Deferred.await(visit.submitted)
+    return yield* conclude(deps, run, at, "ok", { output }, undefined, undefined)
+  }
+  switch (raw._tag) {
+    case "Ok": {
+      const step = { _tag: "Outcome", outcome: "ok", output: raw.output, timeoutMs: at.timeoutMs } as const
+      return yield* conclude(deps, run, at, "ok", { output: raw.output }, step, undefined)
     }
-    switch (raw._tag) {
-      case "Ok": {
-        const step = { _tag: "Outcome", outcome: "ok", output: raw.output, timeoutMs: at.timeoutMs } as const
-        return yield* conclude(deps, run, at, "ok", { output: raw.output }, step, undefined)
-      }
-      case "Failed": {
-        const step = {
-          _tag: "Outcome",
-          outcome: "failed",
-          error: raw.error,
-          timeoutMs: at.timeoutMs
-        } as const
-        return yield* conclude(deps, run, at, "failed", { error: raw.error }, step, "failed")
-      }
-      case "TimedOut": {
-        const error = `timed out after ${duration(raw.timeoutMs)}`
-        if (visit.node.type === "agent" && visit.delivered) {
-          yield* interrupt(deps, run, visit, "timedOut", `step "${visit.nodeId}" ${error}`)
-        }
-        const step = { _tag: "Outcome", outcome: "timed_out", error, timeoutMs: raw.timeoutMs } as const
-        return yield* conclude(deps, run, at, "timed_out", { error }, step, "timed_out")
-      }
+    case "Failed": {
+      const step = {
+        _tag: "Outcome",
+        outcome: "failed",
+        error: raw.error,
+        timeoutMs: at.timeoutMs
+      } as const
+      return yield* conclude(deps, run, at, "failed", { error: raw.error }, step, "failed")
     }
-  })
+    case "TimedOut": {
+      const error = `timed out after ${duration(raw.timeoutMs)}`
+      if (visit.node.type === "agent" && visit.delivered) {
+        yield* interrupt(deps, run, visit, "timedOut", `step "${visit.nodeId}" ${error}`)
+      }
+      const step = { _tag: "Outcome", outcome: "timed_out", error, timeoutMs: raw.timeoutMs } as const
+      return yield* conclude(deps, run, at, "timed_out", { error }, step, "timed_out")
+    }
+  }
+})

@@ -217,15 +217,16 @@ const runNode = (deps: RunnerDeps, run: ActiveRun, visit: VisitState) =>
   })
 
 /** Run the visit until it ends or the run is told to stop, whichever comes first. */
-export const executeVisit = (
+export const executeVisit = Effect.fn("Runner.visit")(function* (
   deps: RunnerDeps,
   run: ActiveRun,
   visit: VisitState
-): Effect.Effect<VisitResult, ClaimLost | StoreFailure> =>
-  Effect.raceFirst(
-    Effect.map(Deferred.await(run.stop), (stop): VisitResult => ({ _tag: "Stopped", stop })),
-    runNode(deps, run, visit)
-  )
+) {
+  yield* Effect.annotateCurrentSpan({ runId: run.runId, nodeId: visit.nodeId, attemptId: visit.attemptId })
+  const stopped = Effect.map(Deferred.await(run.stop), (stop): VisitResult => ({ _tag: "Stopped", stop }))
+  const result: VisitResult = yield* Effect.raceFirst(stopped, runNode(deps, run, visit))
+  return result
+})
 
 export interface SubmitInput {
   /** The Pi session the tool call came from. */
