@@ -4,9 +4,8 @@
  * TTY, and never when NO_COLOR is set), so the output is the same in tests and in scripts.
  */
 
-import { duration, relative } from "../domain/time-text.ts"
+import { duration, relative, clipCodePoints } from "../domain/text.ts"
 import { redactText } from "../domain/redact.ts"
-import { clipCodePoints } from "../domain/text-bounds.ts"
 
 export { duration, relative }
 

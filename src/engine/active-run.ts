@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto"
 import { type Deferred, Effect, Option, type Ref, type Schedule } from "effect"
-import type { QuietKind, Provenance, RunRef } from "../domain/source-event.ts"
+import type { QuietKind, Provenance, RunRef } from "../domain/event-policy.ts"
 import type { CoordinatorService } from "../delivery/coordinator.ts"
 import type { SourceEventsService } from "../interruption/source-events.ts"
 import type { Fence, RunRecord, RunStoreService, StepRecord } from "../store/run-store.ts"

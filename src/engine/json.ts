@@ -3,8 +3,8 @@
  * a round trip through SQLite unchanged), bounded in size, compared canonically.
  */
 import { Either, Schema } from "effect"
-import { MAX_JSON_DEPTH, nestsDeeperThan, tooDeep } from "../domain/json-depth.ts"
-import { readableIssues } from "../domain/readable-issues.ts"
+import { MAX_JSON_DEPTH, nestsDeeperThan, tooDeep } from "../domain/text.ts"
+import { readableIssues } from "../domain/errors.ts"
 import type { JsonCheck } from "./definition.ts"
 
 /** Largest serialized input or output the engine stores. */

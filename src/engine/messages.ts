@@ -4,9 +4,8 @@
  * message resolves a pending intent.
  */
 import { redactText } from "../domain/redact.ts"
-import { clipCodePoints } from "../domain/text-bounds.ts"
-import type { DeliveryOptions } from "../session/pi-session.ts"
-import type { CustomMessage } from "../session/pi-session.ts"
+import { clipCodePoints } from "../domain/text.ts"
+import type { DeliveryOptions, CustomMessage } from "../session/pi-session.ts"
 
 export const AGENT_STEP_TYPE = "pi-workflows-agent-step"
 export const AGENT_STEP_SCHEMA = "pi-workflows.agent-step.v1"

@@ -6,7 +6,7 @@
  * written (request answered + step `ok`) under the runner's claim and lock, then wakes the runner.
  */
 import { Clock, Deferred, Effect, Option, Ref } from "effect"
-import { type ForeignRun, foreignRun } from "../domain/ownership.ts"
+import { type ForeignRun, foreignRun } from "../domain/identity.ts"
 import type { StoreFailure } from "../store/store-errors.ts"
 import type { ClaimLost } from "../store/run-errors.ts"
 import type { RequestRecord, RunStoreService, SubmitReceipt } from "../store/run-store.ts"

@@ -25,7 +25,7 @@ import { decide } from "./routing.ts"
 import { deadlineOrigin, SUPERSEDED } from "./step-deadline.ts"
 import { withRunnerSettle } from "./runner-settle.ts"
 import { executeVisit, type VisitResult } from "./visit.ts"
-import { duration } from "../domain/time-text.ts"
+import { duration } from "../domain/text.ts"
 
 type Step = Effect.Effect<string | null, ClaimLost | StoreFailure>
 

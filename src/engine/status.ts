@@ -1,6 +1,6 @@
 /** Run summaries for the `workflow` tool and the `/workflow` command: plain, JSON-ready data. */
 import { Option } from "effect"
-import type { RunOrigin } from "../domain/source-event.ts"
+import type { RunOrigin } from "../domain/event-policy.ts"
 import type { RunError, RunRecord, RunState, StepOutcome, StepRecord } from "../store/run-store.ts"
 
 export interface RunSummary {

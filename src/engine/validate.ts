@@ -12,7 +12,7 @@ import {
   type Edge,
   type WorkflowDefinition
 } from "./definition.ts"
-import { exampleOf } from "../domain/readable-issues.ts"
+import { exampleOf } from "../domain/errors.ts"
 import { DefinitionError } from "./errors.ts"
 import { type Check, toCheck } from "./json.ts"
 import { parseExpression, type Route } from "./routing.ts"

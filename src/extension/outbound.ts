@@ -7,7 +7,7 @@
  */
 import type { ExtensionContext } from "@earendil-works/pi-coding-agent"
 import { redactRecord, redactText } from "../domain/redact.ts"
-import { clipCodePoints } from "../domain/text-bounds.ts"
+import { clipCodePoints } from "../domain/text.ts"
 import type { CustomMessage } from "../session/pi-session.ts"
 import { sanitizeBlock, sanitizeLine } from "./sanitize.ts"
 

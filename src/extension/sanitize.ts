@@ -5,7 +5,7 @@
  * never splitting a surrogate pair).
  */
 import { redactText } from "../domain/redact.ts"
-import { clipCodePoints } from "../domain/text-bounds.ts"
+import { clipCodePoints } from "../domain/text.ts"
 
 // ESC-introduced sequences (CSI, OSC, …) go whole; the redactor then drops every remaining
 // control, bidirectional and zero-width character.

@@ -11,7 +11,7 @@ import { snapshotOf } from "../../src/engine/snapshot.ts"
 import { loadWorkflow } from "../../src/engine/validate.ts"
 import { makeHarness, SESSION } from "../engine/support/harness.ts"
 import { CANCEL, drive, HAPPY, LONG_LEASE, limitOf, OK, type Script, submit, TIME_OUT } from "./support.ts"
-import { duration } from "../../src/domain/time-text.ts"
+import { duration } from "../../src/domain/text.ts"
 
 const HOUR = 3_600_000
 const TASK = { task: "add a --verbose flag", plan: "parse the flag, print more", repo: "/tmp/repo" }
