@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, TestClock } from "effect"
 import { AUTOIMPLEMENT_REVISION, autoimplement } from "../../src/builtins/autoimplement.ts"
-import { STAGES, type Stage } from "../../src/builtins/fallback-route.ts"
+import { STAGES, type Stage } from "../../src/builtins/fallback.ts"
 import { snapshotOf } from "../../src/engine/snapshot.ts"
 import { loadWorkflow } from "../../src/engine/validate.ts"
 import { makeHarness, SESSION } from "../engine/support/harness.ts"
