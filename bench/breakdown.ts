@@ -324,7 +324,7 @@ export const breakdownSection: BenchSection = {
       `2. **Row decoding**: the strict Schema row costs ${us(get("decodeStrict"))} µs per row ` +
         `(\`onExcessProperty: "error"\` alone ${us(get("decodeStrict") - get("decodeLoose"))} µs); the layer's decode ` +
         `(the same row, facts through \`parseStoredFacts\`) ${us(get("decodeLayer"))} µs. The facts JSON: \`JSON.parse\` + Schema ${us(get("factsSchema"))} µs, through the predicate ` +
-        `compiled from the same Schema ${us(get("factsGuard"))} µs (src/domain/schema-guard.ts; a failure still goes ` +
+        `compiled from the same Schema ${us(get("factsGuard"))} µs (src/domain/facts.ts; a failure still goes ` +
         "through the Schema decode, which words it).",
       `3. **Argument checks**: \`Effect.gen\` steps ${us(get("checksGen"))} µs, plain checks in one ` +
         `\`Effect.suspend\` ${us(get("checksPlain"))} µs. \`Clock\` is ${us(get("clock"))} µs and the ` +

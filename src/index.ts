@@ -10,7 +10,7 @@ export * as Errors from "./errors.ts"
 export * as EventPolicy from "./domain/event-policy.ts"
 export * as Facts from "./domain/facts.ts"
 export * as Identity from "./domain/identity.ts"
-export * as SourceEvent from "./domain/source-event.ts"
+export * as SourceEvent from "./domain/event-policy.ts"
 export * as TurnIntent from "./domain/turn-intent.ts"
 
 // Stores

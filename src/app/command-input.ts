@@ -3,9 +3,8 @@
  * `cancel [runId]`, `pause [runId]`, `resume [runId]`, `list`. Pure parsing; the command handler acts.
  */
 import { Either } from "effect"
-import { clipCodePoints as clip } from "../domain/text-bounds.ts"
+import { clipCodePoints as clip, MAX_JSON_DEPTH, nestsDeeperThan, tooDeep } from "../domain/text.ts"
 import { MAX_ERROR_CHARS, quote } from "./text-bounds.ts"
-import { MAX_JSON_DEPTH, nestsDeeperThan, tooDeep } from "../domain/json-depth.ts"
 
 export type CommandInput =
   | { readonly _tag: "list" }

@@ -1,11 +1,10 @@
 /** Text replies for the tool and the command: short, factual, bounded. */
-import { ForeignRun } from "../domain/ownership.ts"
+import { ForeignRun } from "../domain/identity.ts"
 import type { RunStatus, RunSummary, StepView } from "../engine/engine.ts"
 import { InvalidWorkflowInput } from "../engine/errors.ts"
 import { redactText } from "../domain/redact.ts"
-import { clipCodePoints as clip } from "../domain/text-bounds.ts"
+import { clipCodePoints as clip, duration, relative } from "../domain/text.ts"
 import { MAX_ERROR_CHARS } from "./text-bounds.ts"
-import { duration, relative } from "../domain/time-text.ts"
 
 export interface Reply {
   readonly text: string

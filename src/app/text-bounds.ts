@@ -1,9 +1,9 @@
 /**
  * The bounds of tool and command errors and how they quote a bad value, in Unicode code points
- * (the spec's "characters"; counting is `domain/text-bounds.ts`). Free of Effect: the extension
+ * (the spec's "characters"; counting is `domain/text.ts`). Free of Effect: the extension
  * entry uses it before the application loads.
  */
-import { codePointLength, indexAfter } from "../domain/text-bounds.ts"
+import { codePointLength, indexAfter } from "../domain/text.ts"
 
 /** Every tool or command error is at most this many code points. */
 export const MAX_ERROR_CHARS = 2_000

@@ -1,12 +1,11 @@
 /**
  * The `workflow` tool's actions as programs over the services. The adapter decodes the input
  * (src/app/tool-input.ts) and returns the reply; nothing here touches Pi directly. The tool is
- * the agent's authority: it acts only on runs of its own session (src/domain/ownership.ts).
+ * the agent's authority: it acts only on runs of its own session (src/domain/identity.ts).
  */
 import { Effect, Option, Schema } from "effect"
-import { foreignRun, type OwnedAction } from "../domain/ownership.ts"
-import type { EngineService } from "../engine/engine.ts"
-import { Engine } from "../engine/engine.ts"
+import { foreignRun, type OwnedAction } from "../domain/identity.ts"
+import { type EngineService, Engine } from "../engine/engine.ts"
 import { WorkflowRegistry } from "../engine/registry.ts"
 import { Notifications } from "../notifications/notifications.ts"
 import type { ToolInput } from "./tool-input.ts"

@@ -1,13 +1,12 @@
 /**
  * The first check of raw `workflow` tool arguments, before anything copies, validates or
  * serializes them: they are an object, name a known action, and no field nests deeper than
- * `MAX_JSON_DEPTH` arrays and objects (src/domain/json-depth.ts). Free of Effect: the extension
+ * `MAX_JSON_DEPTH` arrays and objects (src/domain/text.ts). Free of Effect: the extension
  * entry runs it in Pi's argument preparation, before the application loads; `decodeToolInput`
  * runs it again.
  */
-import { MAX_JSON_DEPTH, nestsDeeperThan, tooDeep } from "../domain/json-depth.ts"
+import { MAX_JSON_DEPTH, nestsDeeperThan, tooDeep, clipCodePoints as clip } from "../domain/text.ts"
 import { TOOL_ACTIONS } from "../domain/message-types.ts"
-import { clipCodePoints as clip } from "../domain/text-bounds.ts"
 import { MAX_ERROR_CHARS, quote } from "./text-bounds.ts"
 
 const ACTIONS = `one of ${TOOL_ACTIONS.join(", ")}`

@@ -5,7 +5,7 @@
  * anything malformed (`tool-bounds.ts` first refuses what no later step could even copy).
  */
 import { Either, ParseResult, Schema } from "effect"
-import { clipCodePoints as clip } from "../domain/text-bounds.ts"
+import { clipCodePoints as clip } from "../domain/text.ts"
 import { count, MAX_ERROR_CHARS, quote } from "./text-bounds.ts"
 import { boundToolArguments, fieldName } from "./tool-bounds.ts"
 

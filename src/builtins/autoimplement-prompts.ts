@@ -5,8 +5,7 @@
  * review, a merge, the final report).
  */
 import type { StepContext, VisitRecord } from "../engine/definition.ts"
-import { budgetAtGuard } from "./fallback-budget.ts"
-import { allowedRoutes, type Stage } from "./fallback-route.ts"
+import { budgetAtGuard, allowedRoutes, type Stage } from "./fallback.ts"
 
 /** The final report is a pull-request comment whose first line is this marker. */
 export const FINAL_REPORT_MARKER = "Autoimplement final report"

@@ -20,9 +20,18 @@ import {
   verifyPlanPrompt,
   verifyRunPrompt
 } from "./autoimplement-prompts.ts"
-import { budgetAtGuard, budgetOf, fallbacksUsed, MAX_FALLBACKS, timeoutsIn } from "./fallback-budget.ts"
-import { type CommandRunnerService, runCommand } from "./command-runner.ts"
-import { checkRoute, FallbackDecision, STAGES, type Stage } from "./fallback-route.ts"
+import {
+  budgetAtGuard,
+  budgetOf,
+  fallbacksUsed,
+  MAX_FALLBACKS,
+  timeoutsIn,
+  checkRoute,
+  FallbackDecision,
+  STAGES,
+  type Stage
+} from "./fallback.ts"
+import { type CommandRunnerService, runCommand } from "./monitor.ts"
 import { DeliveryFacts, deliveryGuard, GUARD_TIMEOUT_MS, publishGuard } from "./repeat-guards.ts"
 
 /**

@@ -6,8 +6,7 @@
  */
 import type { WrappedEntry } from "../engine/registry.ts"
 import { makeAutoimplement } from "./autoimplement.ts"
-import { runCommand } from "./command-runner.ts"
-import { makeMonitor } from "./monitor.ts"
+import { runCommand, makeMonitor } from "./monitor.ts"
 
 export const BUILTIN_ORIGIN = "built-in"
 

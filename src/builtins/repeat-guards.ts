@@ -10,7 +10,7 @@
 import { Effect, Option, Schema } from "effect"
 import type { StepContext } from "../engine/definition.ts"
 import { FINAL_REPORT_MARKER } from "./autoimplement-prompts.ts"
-import type { CommandRunnerService } from "./command-runner.ts"
+import type { CommandRunnerService } from "./monitor.ts"
 
 /** How long one read may take before its fact counts as unknown. */
 export const READ_TIMEOUT_MS = 60_000

@@ -19,12 +19,9 @@ import { MAX_LIST_LIMIT, TurnIntentStore } from "../store/turn-intent-store.ts"
 import * as TurnIntentStoreSqlite from "../store/turn-intent-store-sqlite.ts"
 import { chainStatus } from "../terminal/launches.ts"
 import { diagnose, healthy } from "./doctor.ts"
-import { CliFailure } from "./failure.ts"
-import { resolveId, runIdOf, sessionIdOf } from "./lookup.ts"
-import { databasesBeside, missingDatabase } from "./nearby.ts"
-import { paint, type Style, wantsColour } from "./format.ts"
-import { intentsTable, runsTable } from "./tables.ts"
-import { runJson, showIntent, showRun, stepJson } from "./views.ts"
+import { CliFailure, paint, type Style, wantsColour } from "./format.ts"
+import { resolveId, runIdOf, sessionIdOf, databasesBeside, missingDatabase } from "./lookup.ts"
+import { intentsTable, runsTable, runJson, showIntent, showRun, stepJson } from "./views.ts"
 
 /**
  * How long a read waits for a lock. WAL readers never wait for a writer, so this only matters

@@ -5,7 +5,7 @@
 import { LegacyLaunchNotifications } from "../store/store-errors.ts"
 import type { TurnIntent } from "../domain/turn-intent.ts"
 import type { RunRecord } from "../store/run-store.ts"
-import { duration, relative } from "./format.ts"
+import { duration, relative } from "../domain/text.ts"
 
 export interface DoctorInput {
   readonly databasePath: string

@@ -1,14 +1,13 @@
 /**
- * Plain-text rendering for the operator CLI: aligned tables, relative times and optional
- * colour. Pure: the caller passes the current time and whether colour is wanted (only on a
- * TTY, and never when NO_COLOR is set), so the output is the same in tests and in scripts.
+ * What the operator CLI writes: plain-text rendering (aligned tables, clipped cells, optional
+ * colour), the output boundary every line passes (`shown`, the one redactor around the colour
+ * codes) and the CLI's own failure. Pure: the caller passes the current time and whether colour
+ * is wanted (only on a TTY, and never when NO_COLOR is set), so the output is the same in tests
+ * and in scripts.
  */
-
-import { duration, relative } from "../domain/time-text.ts"
+import { clipCodePoints } from "../domain/text.ts"
 import { redactText } from "../domain/redact.ts"
-import { clipCodePoints } from "../domain/text-bounds.ts"
-
-export { duration, relative }
+import { Data } from "effect"
 
 export type Tone = "good" | "warn" | "bad" | "dim" | "plain"
 
@@ -118,3 +117,29 @@ export const fitted = (
     )
   )
 }
+
+/*
+ * The CLI's output boundary: everything `main.ts` writes to stdout or stderr passes `shown`, the
+ * one redactor (domain/redact.ts) applied around the CLI's own colour codes. Tables, pages,
+ * `--json` and error lines alike, whatever command built them (doctor included): the database
+ * keeps what the workflow wrote; the operator sees it without credentials or control characters.
+ */
+// SGR colour sequences (what `paint` uses); every other escape is dropped by the redactor.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the colour codes are matched on purpose
+const SGR = /(\u001b\[[0-9;]*m)/
+
+/** The text redacted piece by piece between colour codes, the colour codes kept. */
+export const shown = (text: string): string => {
+  if (!text.includes("\u001b")) return redactText(text)
+  return text
+    .split(SGR)
+    .map((piece, i) => (i % 2 === 1 ? piece : redactText(piece)))
+    .join("")
+}
+
+/* The CLI's own failure, turned into one line and an exit code by `main.ts`. */
+/** A CLI-level failure: one line for the operator, and the exit code. */
+export class CliFailure extends Data.TaggedError("CliFailure")<{
+  readonly message: string
+  readonly exitCode: number
+}> {}

@@ -1,14 +1,17 @@
 /**
- * An ID as the operator typed it: a whole intent or run ID, or a unique prefix of one (a short ID
- * from a table). Exact IDs are read by the stores; prefixes by one bounded query per table
+ * What the operator named: an ID as typed (a whole intent or run ID, or a unique prefix of one,
+ * a short ID from a table), and, when this directory has no controller database, the other
+ * databases beside it. Exact IDs are read by the stores; prefixes by one bounded query per table
  * (`substr`, the same on SQLite and PostgreSQL), at most `CANDIDATES + 1` rows each.
  */
 import { Effect, Option } from "effect"
 import { RunStore } from "../store/run-store.ts"
 import { TurnIntentStore } from "../store/turn-intent-store.ts"
-import { CliFailure } from "./failure.ts"
+import { CliFailure } from "./format.ts"
 import { IdPrefixes } from "../store/id-prefixes.ts"
-import { intentPrefixesOf } from "./short-ids.ts"
+import { intentPrefixesOf } from "./views.ts"
+import { readdirSync } from "node:fs"
+import { basename, dirname } from "node:path"
 
 /** Candidates named in an "ambiguous" error. */
 export const CANDIDATES = 5
@@ -95,3 +98,41 @@ export const sessionIdOf = (typed: string) =>
       exitCode: 2
     })
   })
+
+/*
+ * When this directory has no controller database: the other databases in the same folder (the
+ * extension keeps one file per project there), so the operator can pick one with `--db`.
+ * Bounded: at most `SHOWN` names, the rest counted.
+ */
+export const SHOWN = 5
+
+/** The project name the extension put in a file name (`<project>-<16 hex>.db`), if it has that shape. */
+export const projectHint = (file: string): string | null => {
+  const match = /^(.+)-[0-9a-f]{16}\.db$/.exec(file)
+  return match?.[1] ?? null
+}
+
+/** The `*.db` files beside `path` (not `path` itself), sorted; empty when the folder cannot be read. */
+export const databasesBeside = (path: string): ReadonlyArray<string> => {
+  try {
+    return readdirSync(dirname(path), { withFileTypes: true })
+      .filter((entry) => entry.isFile() && entry.name.endsWith(".db") && entry.name !== basename(path))
+      .map((entry) => entry.name)
+      .sort()
+  } catch {
+    return []
+  }
+}
+
+/** The error line for a missing default database: where it looked and what is there instead. */
+export const missingDatabase = (path: string, others: ReadonlyArray<string>): string => {
+  const head = `no controller database at ${path} for this directory (Pi has not run a workflow in this project yet)`
+  if (others.length === 0) return `${head}; pass --db PATH or set PI_WORKFLOWS_DB`
+  const names = others.slice(0, SHOWN).map((file) => {
+    const hint = projectHint(file)
+    return hint === null ? file : `${file} (project ${hint})`
+  })
+  const rest = others.length > SHOWN ? ` and ${others.length - SHOWN} more` : ""
+  const count = others.length === 1 ? "1 other database" : `${others.length} other databases`
+  return `${head}; ${dirname(path)} has ${count}: ${names.join(", ")}${rest}; --db PATH picks one`
+}

@@ -8,8 +8,7 @@ import { CliConfig, Command, ValidationError } from "@effect/cli"
 import { FileSystem, Path, Terminal } from "@effect/platform"
 import { Cause, Console, Effect, Exit, Layer, Option } from "effect"
 import { root } from "./commands.ts"
-import { CliFailure } from "./failure.ts"
-import { shown } from "./output.ts"
+import { CliFailure, shown } from "./format.ts"
 
 export const VERSION = "0.1.0"
 const NAME = "pi-workflow-turns"
@@ -24,7 +23,7 @@ const oneLine = (text: string): string =>
     .filter((line) => line !== "")
     .join(" ")
 
-// Every write below passes `shown` (output.ts): the one redaction boundary of the CLI.
+// Every write below passes `shown` (format.ts): the one redaction boundary of the CLI.
 const say = (message: string) => {
   if (message !== "") process.stderr.write(`${NAME}: ${shown(oneLine(message))}\n`)
 }

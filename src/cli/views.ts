@@ -1,23 +1,15 @@
 /**
- * What the operator CLI prints for intents and runs: table rows, the `show` pages and the
- * `--json` shapes. Pure over store records, the current time and a Style.
+ * What the operator CLI prints for intents and runs: the `intents` and `runs` tables, the `show`
+ * pages and the `--json` shapes. Pure over store records, the current time and a Style. By
+ * default a table line fits 80 columns: short IDs (unique prefixes, as git shows commits),
+ * relative times, and long workflow, node and cause names cut with `…`; `--wide` (Style.wide)
+ * shows every column in full.
  */
 import { Option } from "effect"
 import type { TurnIntent } from "../domain/turn-intent.ts"
-import type { RunRecord, StepRecord } from "../store/run-store.ts"
-import {
-  type Cell,
-  cell,
-  clip,
-  duration,
-  fields,
-  paint,
-  relative,
-  type Style,
-  type Tone,
-  table
-} from "./format.ts"
-import { intentStage, intentsTable, runTone } from "./tables.ts"
+import { duration, relative } from "../domain/text.ts"
+import type { RunRecord, RunState, StepRecord } from "../store/run-store.ts"
+import { type Cell, cell, clip, fields, fitted, paint, type Style, type Tone, table } from "./format.ts"
 
 const stamp = (style: Style, at: string | null): string =>
   at === null ? "-" : `${at} (${relative(style.now, at)})`
@@ -149,3 +141,174 @@ const optionJson = (value: Option.Option<unknown>): unknown => Option.getOrNull(
 export const runJson = (run: RunRecord) => ({ ...run, result: optionJson(run.result) })
 
 export const stepJson = (step: StepRecord) => ({ ...step, output: optionJson(step.output) })
+
+/*
+ * The `intents` and `runs` tables. By default a line fits 80 columns: short IDs (unique prefixes,
+ * below), relative times, and long workflow, node and cause names cut with `…`;
+ * `--wide` (Style.wide) shows every column in full.
+ */
+/** Where an intent is in its life, as one word or phrase. */
+export const intentStage = (
+  intent: TurnIntent,
+  now: number
+): { readonly text: string; readonly tone: Tone } => {
+  if (intent.resolution !== null) return { text: `resolved (${intent.resolution})`, tone: "good" }
+  if (intent.deliveryClaimToken !== null) {
+    return (intent.deliveryClaimExpiresAt ?? 0) > now
+      ? { text: "claimed", tone: "warn" }
+      : { text: "claim expired", tone: "bad" }
+  }
+  return intent.eligibleAt !== null ? { text: "eligible", tone: "warn" } : { text: "pending", tone: "warn" }
+}
+
+export const runTone = (state: RunState): Tone =>
+  state === "completed"
+    ? "good"
+    : state === "failed" || state === "timed_out" || state === "cancelled"
+      ? "bad"
+      : "warn"
+
+export const intentsTable = (style: Style, intents: ReadonlyArray<TurnIntent>): string => {
+  if (intents.length === 0) return "no turn intents match"
+  if (style.wide === true) {
+    return table(
+      style,
+      ["INTENT", "RUN", "CAUSE", "NODE", "STAGE", "REQUESTED", "SESSION"],
+      intents.map((intent): ReadonlyArray<Cell> => {
+        const stage = intentStage(intent, style.now)
+        return [
+          cell(intent.intentId),
+          cell(intent.runId),
+          cell(intent.cause),
+          cell(intent.nodeId ?? "-"),
+          cell(stage.text, stage.tone),
+          cell(relative(style.now, intent.requestedAt)),
+          cell(intent.targetSessionId)
+        ]
+      })
+    )
+  }
+  const shortIntent = shortIntentIds(intents.map((i) => i.intentId))
+  const shortRun = shortRunIds(intents.map((i) => i.runId))
+  const headers = ["INTENT", "RUN", "CAUSE", "NODE", "STAGE", "REQUESTED"]
+  const rows = intents.map((intent): ReadonlyArray<Cell> => {
+    const stage = intentStage(intent, style.now)
+    return [
+      cell(shortIntent(intent.intentId)),
+      cell(shortRun(intent.runId)),
+      cell(intent.cause),
+      cell(clip(intent.nodeId ?? "-", 24)),
+      cell(stage.text, stage.tone),
+      cell(relative(style.now, intent.requestedAt))
+    ]
+  })
+  return table(
+    style,
+    headers,
+    fitted(
+      headers,
+      rows,
+      new Map([
+        [1, 8],
+        [2, 8],
+        [3, 4],
+        [4, 12]
+      ])
+    )
+  )
+}
+
+export const runsTable = (style: Style, runs: ReadonlyArray<RunRecord>): string => {
+  if (runs.length === 0) return "no workflow runs match"
+  if (style.wide === true) {
+    return table(
+      style,
+      ["RUN", "WORKFLOW", "STATE", "NODE", "STEPS", "CREATED", "UPDATED", "SESSION"],
+      runs.map(
+        (run): ReadonlyArray<Cell> => [
+          cell(run.runId),
+          cell(run.workflowName),
+          cell(run.state, runTone(run.state)),
+          cell(run.currentNodeId ?? "-"),
+          cell(`${run.stepCount}/${run.maxSteps}`),
+          cell(relative(style.now, run.createdAt)),
+          cell(relative(style.now, run.updatedAt)),
+          cell(run.targetSessionId)
+        ]
+      )
+    )
+  }
+  const shortRun = shortRunIds(runs.map((r) => r.runId))
+  const headers = ["RUN", "WORKFLOW", "STATE", "NODE", "STEPS", "UPDATED", "SESSION"]
+  const rows = runs.map(
+    (run): ReadonlyArray<Cell> => [
+      cell(shortRun(run.runId)),
+      cell(clip(run.workflowName, 24)),
+      cell(run.state, runTone(run.state)),
+      cell(clip(run.currentNodeId ?? "-", 24)),
+      cell(`${run.stepCount}/${run.maxSteps}`),
+      cell(relative(style.now, run.updatedAt)),
+      cell(run.targetSessionId)
+    ]
+  )
+  return table(
+    style,
+    headers,
+    fitted(
+      headers,
+      rows,
+      new Map([
+        [1, 6],
+        [3, 4],
+        [6, 7]
+      ])
+    )
+  )
+}
+
+/*
+ * Short IDs, as git shows commits: a table shows the shortest prefix that is unique in that
+ * listing (at least a minimum length), and every command that takes an ID takes a unique prefix.
+ * An intent ID is `deferred-turn:<sha256 hex>`: its short form is a prefix of the digest alone.
+ */
+export const INTENT_PREFIX = "deferred-turn:"
+/** Hex digits of an intent digest shown at least (48 bits: a collision is very unlikely). */
+export const INTENT_MIN = 12
+/** Characters of a run ID shown at least: a generated ID's creation stamp (`20261201T213417Z`). */
+export const RUN_MIN = 16
+
+/** The shortest prefix of each ID, at least `min` long, that no other ID in `ids` shares. */
+export const uniquePrefixes = (ids: ReadonlyArray<string>, min: number): ReadonlyMap<string, string> => {
+  const sorted = [...new Set(ids)].sort()
+  const common = (a: string | undefined, b: string) => {
+    if (a === undefined) return 0
+    let i = 0
+    while (i < a.length && i < b.length && a[i] === b[i]) i++
+    return i
+  }
+  const shortest = new Map<string, string>()
+  sorted.forEach((id, i) => {
+    const shared = Math.max(common(sorted[i - 1], id), common(sorted[i + 1], id))
+    shortest.set(id, id.slice(0, Math.max(min, shared + 1)))
+  })
+  return shortest
+}
+
+const digestOf = (intentId: string) =>
+  intentId.startsWith(INTENT_PREFIX) ? intentId.slice(INTENT_PREFIX.length) : intentId
+
+/** Intent IDs as shown in a table: digest prefixes unique among `ids`. */
+export const shortIntentIds = (ids: ReadonlyArray<string>): ((intentId: string) => string) => {
+  const map = uniquePrefixes(ids.map(digestOf), INTENT_MIN)
+  return (intentId) => map.get(digestOf(intentId)) ?? intentId
+}
+
+/** Run IDs as shown in a table: prefixes unique among `ids`. */
+export const shortRunIds = (ids: ReadonlyArray<string>): ((runId: string) => string) => {
+  const map = uniquePrefixes(ids, RUN_MIN)
+  return (runId) => map.get(runId) ?? runId
+}
+
+/** The intent-ID prefixes a typed prefix stands for: itself, and a bare digest prefix with the kind in front. */
+export const intentPrefixesOf = (typed: string): ReadonlyArray<string> =>
+  /^[0-9a-f]+$/.test(typed) ? [typed, `${INTENT_PREFIX}${typed}`] : [typed]

@@ -9,7 +9,7 @@
  * `PI_WORKFLOW_TURNS_CRASH_AT=afterClaim|afterSend|afterResolve` is for tests only
  * (docs/reliability.md): the process kills itself the first time it reaches that point. Two
  * more values, `beforeSuccessorRequest` and `afterSuccessorRequest`, are reached around a model
- * request for a terminal successor instead (`extension/successor-request.ts`).
+ * request for a terminal successor instead (`extension/model-request.ts`).
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { CRASH_AT_ENV } from "./crash-env.ts"

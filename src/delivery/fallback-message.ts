@@ -5,9 +5,8 @@
  * and never calls a handed-off run terminal. Pure.
  */
 import { redactText } from "../domain/redact.ts"
-import { clipCodePoints } from "../domain/text-bounds.ts"
-import type { TurnIntent } from "../domain/turn-intent.ts"
-import { LAUNCH_NODE } from "../domain/turn-intent.ts"
+import { clipCodePoints } from "../domain/text.ts"
+import { type TurnIntent, LAUNCH_NODE } from "../domain/turn-intent.ts"
 import type { CustomMessage, DeliveryOptions } from "../session/pi-session.ts"
 
 import { DEFERRED_TURN_TYPE } from "../domain/message-types.ts"

@@ -3,7 +3,7 @@
  * message and the model request, so the restarted Pi starts no turn for it (the intent is
  * resolved from the branch, correctly, and is never sent again). Pi offers an extension no way
  * to run a turn on the branch as it is, so at session start the extension sends a hidden
- * trigger message that every model request drops (`context-filter.ts`): the model answers the
+ * trigger message that every model request drops (`extension/model-request.ts`): the model answers the
  * original message and no second copy of it exists. Pure: the caller reads the branch.
  *
  * Never twice: the extension's record that a model request for it left the process (even when

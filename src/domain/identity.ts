@@ -1,10 +1,11 @@
 /**
- * Deterministic identities. The same inputs give the same ID in any process and across
- * restarts: a SHA-256 digest over a canonical JSON array of the inputs, so no separator
- * inside a value can make two different input lists collide.
+ * Deterministic identities and session ownership. The same inputs give the same ID in any
+ * process and across restarts: a SHA-256 digest over a canonical JSON array of the inputs, so no
+ * separator inside a value can make two different input lists collide. A run belongs to the Pi
+ * session that started it (`foreignRun`, below).
  */
 import { createHash } from "node:crypto"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { InvalidInput } from "./errors.ts"
 import { type Cause, LAUNCH_NODE, MAX_ID_LENGTH } from "./turn-intent.ts"
 
@@ -102,3 +103,38 @@ export const intentId = (key: IntentKey): Effect.Effect<string, InvalidInput> =>
 /** Stable message identity for the one message that resolves an intent. */
 export const resolutionMessageId = (turnIntentId: string, resolution: string): string =>
   digest("turn-message", [turnIntentId, resolution])
+
+/*
+ * Session ownership of a run. A run belongs to the Pi session that started it (its target
+ * session): only that session's agent may act on it through the `workflow` tool. The user's
+ * `/workflow` command and the CLI are the user's authority and may act on any run of the project.
+ * One predicate serves every tool action (status, cancel, restart, submit, progress).
+ */
+/** The tool actions that name a run, directly or through one of its requests. */
+export const OwnedAction = Schema.Literal("status", "cancel", "restart", "submit", "progress")
+export type OwnedAction = typeof OwnedAction.Type
+
+/** The agent of one session asked to act on another session's run; nothing was changed. */
+export class ForeignRun extends Schema.TaggedError<ForeignRun>()("ForeignRun", {
+  runId: Schema.String,
+  ownerSessionId: Schema.String,
+  action: OwnedAction
+}) {
+  override get message() {
+    return (
+      `run ${this.runId} belongs to another Pi session, not this one; ` +
+      `the workflow tool cannot ${this.action} it and nothing was changed. ` +
+      "Act only on this session's runs."
+    )
+  }
+}
+
+/** Null when `sessionId` owns `run`, else the refusal to return. */
+export const foreignRun = (
+  run: { readonly runId: string; readonly targetSessionId: string },
+  sessionId: string,
+  action: OwnedAction
+): ForeignRun | null =>
+  run.targetSessionId === sessionId
+    ? null
+    : new ForeignRun({ runId: run.runId, ownerSessionId: run.targetSessionId, action })

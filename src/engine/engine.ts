@@ -7,9 +7,9 @@
  */
 import { Context, type Effect, type Option } from "effect"
 import type { InvalidInput } from "../domain/errors.ts"
-import type { ForeignRun } from "../domain/ownership.ts"
+import type { ForeignRun } from "../domain/identity.ts"
 import type { StoreFailure } from "../store/store-errors.ts"
-import type { RunOrigin } from "../domain/source-event.ts"
+import type { RunOrigin } from "../domain/event-policy.ts"
 import type { ClaimLost, ReservationConflict, RunNotFound } from "../store/run-errors.ts"
 import type { SubmitReceipt } from "../store/run-store.ts"
 import type {

@@ -4,9 +4,9 @@
  * and stop on claim loss. The runner calls these under the run's lock.
  */
 import { Deferred, Duration, Effect, Option, Ref, Schedule } from "effect"
-import type { ActiveTurnCause, Provenance, TerminalState } from "../domain/source-event.ts"
+import type { ActiveTurnCause, Provenance, TerminalState } from "../domain/event-policy.ts"
 import { decide as policy } from "../domain/event-policy.ts"
-import { intentRequest } from "../domain/intent-request.ts"
+import { intentRequest } from "../domain/event-policy.ts"
 import { identify } from "../interruption/intent-ids.ts"
 import { terminalEvent } from "../interruption/run-debts.ts"
 import { cancelledBy } from "../terminal/terminal-outcome.ts"

@@ -22,10 +22,10 @@ import {
   PRESENTATION_TYPE
 } from "../domain/message-types.ts"
 import { redactText } from "../domain/redact.ts"
-import { clipCodePoints } from "../domain/text-bounds.ts"
+import { clipCodePoints } from "../domain/text.ts"
 import type { CoordinatorService } from "../delivery/coordinator.ts"
 import type { CustomMessage, DeliveryOptions } from "../session/pi-session.ts"
-import type { RunOrigin } from "../domain/source-event.ts"
+import type { RunOrigin } from "../domain/event-policy.ts"
 import type {
   RunError,
   RunRecord,

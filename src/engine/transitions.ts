@@ -6,7 +6,7 @@
  * submission and a timeout or stop can never both win.
  */
 import { Deferred, Effect, Ref } from "effect"
-import { duration } from "../domain/time-text.ts"
+import { duration } from "../domain/text.ts"
 import type { ClaimLost } from "../store/run-errors.ts"
 import type { EndBy, EndKind, RunEnd, RunError, StepOutcome, StepUpdate } from "../store/run-store.ts"
 import type { StoreFailure } from "../store/store-errors.ts"

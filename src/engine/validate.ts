@@ -8,7 +8,7 @@
  * survive a round trip through the store unchanged), bounded in size, compared canonically.
  */
 import { Effect, Either, Schema } from "effect"
-import { MAX_JSON_DEPTH, nestsDeeperThan, tooDeep } from "../domain/json-depth.ts"
+import { MAX_JSON_DEPTH, nestsDeeperThan, tooDeep } from "../domain/text.ts"
 import {
   type AgentNode,
   type ComputeNode,
@@ -19,7 +19,7 @@ import {
   type Route,
   type WorkflowDefinition
 } from "./definition.ts"
-import { exampleOf, readableIssues } from "../domain/readable-issues.ts"
+import { exampleOf, readableIssues } from "../domain/errors.ts"
 import { DefinitionError } from "./errors.ts"
 import { normalizeTimeout, type TimeoutSpec } from "./timeout.ts"
 

@@ -13,7 +13,7 @@
  */
 import { Cause, Clock, Deferred, Effect, Either, Option, Ref, Runtime } from "effect"
 import { boundReason } from "../domain/facts.ts"
-import { type ForeignRun, foreignRun } from "../domain/ownership.ts"
+import { type ForeignRun, foreignRun } from "../domain/identity.ts"
 import { abortIntentId } from "../interruption/intent-ids.ts"
 import { progressProblem } from "../notifications/text.ts"
 import type { ClaimLost } from "../store/run-errors.ts"

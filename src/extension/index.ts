@@ -13,11 +13,15 @@
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
 import { nodeVersionProblem } from "../node-version.ts"
-import { withoutHidden } from "./context-filter.ts"
+import {
+  withoutHidden,
+  makeWireWatch,
+  originOf,
+  answeredSuccessor,
+  beforeProviderCall
+} from "./model-request.ts"
 import { notifyUser } from "./outbound.ts"
-import { makeWireWatch, originOf } from "./request-on-wire.ts"
-import { answeredSuccessor, beforeProviderCall } from "./successor-request.ts"
-import { registerDeferredTurnRenderer } from "./renderer.ts"
+import { registerDeferredTurnRenderer } from "./message-cards.ts"
 import type { SessionApp } from "./session-app.ts"
 import { makeSettleMark } from "./settle-mark.ts"
 import { prepareToolArguments, toolParameters } from "./tool-parameters.ts"
@@ -122,7 +126,7 @@ export default function piWorkflowTurns(pi: ExtensionAPI): void {
   // Notifications are for the user only and turn triggers only start a turn: no model request
   // ever includes them.
   // The successor a request answers is known at `context`; it is recorded once the request left
-  // the process (successor-request.ts, request-on-wire.ts).
+  // the process (model-request.ts).
   let answering: string | null = null
   const wire = makeWireWatch()
   pi.on("context", (event) => {

@@ -1,13 +1,16 @@
 /**
  * The live PiSession: a thin bridge from Pi's `ExtensionAPI` and the latest `ctx` to the
  * PiSession port. It holds no policy; the adapter feeds it Pi's events (`setContext`,
- * `settled`, lifecycle flags) and the core reads state and acts through the port.
+ * `settled`, lifecycle flags) and the core reads state and acts through the port. At session
+ * start the same bridge gives a successor Pi wrote but never answered its turn
+ * (`triggerUnansweredTurn`).
  */
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
 import { Deferred, Effect, Layer } from "effect"
 import { type BranchMessage, type Lifecycle, PiSession, SendFailed } from "../session/pi-session.ts"
 import { notifyUser, showStatusLine, shownMessage } from "./outbound.ts"
 import { makeSettleMark, type SettleMark } from "./settle-mark.ts"
+import { type TailEntry, triggerMessage, unansweredSuccessor } from "../delivery/unanswered-successor.ts"
 
 export interface PiBridge {
   /** Remember the newest context; any of Pi's ctx objects can act for the session. */
@@ -94,4 +97,38 @@ export const makePiBridge = (pi: ExtensionAPI, settleMark: SettleMark = makeSett
     lifecycle: () => flags,
     layer: Layer.succeed(PiSession, session)
   }
+}
+
+/*
+ * At session start: give a successor that Pi wrote but never answered its model turn, without a
+ * second copy of it (the decision: `delivery/unanswered-successor.ts`). Reads the branch as Pi
+ * stores it and sends the hidden trigger only while the session is idle, so a turn that session
+ * start already began (a fallback, a step prompt) is never joined by a second one.
+ */
+type BranchEntry = ReturnType<ExtensionContext["sessionManager"]["getBranch"]>[number]
+
+const tailEntry = (entry: BranchEntry): TailEntry => {
+  switch (entry.type) {
+    case "custom_message":
+      return { _tag: "Custom", entryId: entry.id, customType: entry.customType, details: entry.details }
+    case "custom":
+      return { _tag: "State", customType: entry.customType }
+    case "message":
+      return { _tag: "Message", role: entry.message.role }
+    // Summaries replace conversation in the model's context: treat them as conversation.
+    case "compaction":
+    case "branch_summary":
+      return { _tag: "Message", role: entry.type }
+    default:
+      return { _tag: "Other" }
+  }
+}
+
+/** Send the trigger when the branch ends with an unanswered successor; true when sent. */
+export const triggerUnansweredTurn = (pi: ExtensionAPI, ctx: ExtensionContext): boolean => {
+  if (!ctx.isIdle()) return false
+  const decision = unansweredSuccessor(ctx.sessionManager.getBranch().map(tailEntry))
+  if (decision._tag !== "Trigger") return false
+  pi.sendMessage(triggerMessage(decision.entryId), { triggerTurn: true })
+  return true
 }

@@ -3,12 +3,13 @@
  * it lazily, so Pi starts without evaluating Effect and SQLite). It translates Pi's events and
  * contexts into the service graph of `src/app/layers.ts` and runs it on one Effect runtime,
  * built on first use and disposed (closing the database) at `session_shutdown`. Every decision
- * lives in `src/app/`; this file only forwards.
+ * lives in `src/app/`; this file only forwards, with the process settings it reads
+ * (`PI_WORKFLOWS_DEFAULT_TIMEOUT_MS`) and its logger (the one redactor over Effect's).
  */
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
-import { Cause, Either, Exit, Layer, ManagedRuntime, Option } from "effect"
+import { Cause, Either, Exit, Layer, ManagedRuntime, Option, Logger } from "effect"
 import { runCommand } from "../app/command-actions.ts"
 import { type Completion, commandCompletions } from "../app/command-completions.ts"
 import { type AppServices, layerApp } from "../app/layers.ts"
@@ -20,14 +21,22 @@ import { builtinWorkflows } from "../builtins/index.ts"
 import type { PiSession } from "../session/pi-session.ts"
 import { parseCommand } from "../app/command-input.ts"
 import { isPostgresUrl, resolveDbPath } from "./db-path.ts"
-import { defaultTimeoutFromEnv } from "./default-timeout.ts"
 import { notifyUser, showPanel, shownToolResult, type ToolResult } from "./outbound.ts"
-import { makePiBridge } from "./pi-session-live.ts"
-import { redactedLogs } from "./redacted-logs.ts"
+import { makePiBridge, triggerUnansweredTurn } from "./pi-session-live.ts"
 import type { SettleMark } from "./settle-mark.ts"
 import { decodeToolInput } from "../app/tool-input.ts"
-import { triggerUnansweredTurn } from "./turn-trigger.ts"
 import { loadWorkflowFiles } from "./workflow-files.ts"
+import { redactText } from "../domain/redact.ts"
+
+/*
+ * The session runtime's logs leave through the one redactor: Effect's default logger (same
+ * format, same destination), its every line passed through `redactText`, so a run error or a
+ * store failure quoted in a warning carries no credential onto the terminal or into a log file.
+ */
+export const redactedLogs = Logger.replace(
+  Logger.defaultLogger,
+  Logger.withConsoleLog(Logger.map(Logger.stringLogger, redactText))
+)
 
 /** Short lock waits keep the abort path bounded even when another process holds the database. */
 const BUSY_TIMEOUT_MS = 1_000
@@ -207,4 +216,28 @@ export const createSessionApp = (pi: ExtensionAPI, settleMark?: SettleMark): Ses
       await runtime.dispose()
     }
   }
+}
+
+/**
+ * `PI_WORKFLOWS_DEFAULT_TIMEOUT_MS`: the limit of nodes that omit `timeoutMs` in this Pi
+ * process (default 15 minutes). Explicit limits are untouched. It exists so an operator, or an
+ * end-to-end test, can make stages that use the default time out sooner.
+ */
+export class InvalidDefaultTimeout extends Error {
+  override readonly name = "InvalidDefaultTimeout"
+}
+
+/** The configured default, or undefined for the engine's own. */
+export const defaultTimeoutFromEnv = (env: {
+  readonly PI_WORKFLOWS_DEFAULT_TIMEOUT_MS?: string | undefined
+}): number | undefined => {
+  const raw = env.PI_WORKFLOWS_DEFAULT_TIMEOUT_MS
+  if (raw === undefined || raw === "") return undefined
+  const ms = Number(raw)
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(ms) || ms <= 0) {
+    throw new InvalidDefaultTimeout(
+      `PI_WORKFLOWS_DEFAULT_TIMEOUT_MS must be a positive whole number of milliseconds, got "${raw}"`
+    )
+  }
+  return ms
 }

@@ -13,7 +13,7 @@
  * (not raised): terminal handling retries the same intent ID.
  */
 import { Data, Duration, Effect, Exit, Ref } from "effect"
-import type { IntentRequest } from "../domain/intent-request.ts"
+import type { IntentRequest } from "../domain/event-policy.ts"
 import { PiSession } from "../session/pi-session.ts"
 import { ABORT_LOCK_BUDGET_MS, withLockBudget } from "../store/database.ts"
 import { TurnIntentStore } from "../store/turn-intent-store.ts"

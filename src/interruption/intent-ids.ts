@@ -2,8 +2,7 @@
 import { Effect } from "effect"
 import type { InvalidInput } from "../domain/errors.ts"
 import { intentId, sourceEventId } from "../domain/identity.ts"
-import type { IntentRequest } from "../domain/intent-request.ts"
-import type { Provenance, RunRef } from "../domain/source-event.ts"
+import type { IntentRequest, Provenance, RunRef } from "../domain/event-policy.ts"
 import type { EnsureIntent } from "../store/turn-intent-store.ts"
 
 export interface IdentifiedRequest {

@@ -7,9 +7,7 @@
  * either, the user is warned and the warning is returned so the engine records it on the run.
  */
 import { Effect, Layer, Ref } from "effect"
-import { decide } from "../domain/event-policy.ts"
-import { type IntentRequest, intentRequest } from "../domain/intent-request.ts"
-import type { RunRef } from "../domain/source-event.ts"
+import { decide, type IntentRequest, intentRequest, type RunRef } from "../domain/event-policy.ts"
 import { TimingPolicy, toMillis } from "../delivery/timing-policy.ts"
 import { PiSession } from "../session/pi-session.ts"
 import type { TurnIntentStore } from "../store/turn-intent-store.ts"

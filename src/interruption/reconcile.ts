@@ -18,7 +18,7 @@
 import { Effect, Option } from "effect"
 import type { InvalidInput } from "../domain/errors.ts"
 import type { StoreFailure } from "../store/store-errors.ts"
-import type { IntentRequest } from "../domain/intent-request.ts"
+import type { IntentRequest } from "../domain/event-policy.ts"
 import { RunStore, type RunRecord } from "../store/run-store.ts"
 import { TurnIntentStore } from "../store/turn-intent-store.ts"
 import { answerCovered } from "./covered-intents.ts"

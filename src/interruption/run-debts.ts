@@ -21,9 +21,14 @@
  * - The user's direct cancel owes nothing, and retires every pending intent of its run
  *   (`endOwesNothing`): no fallback, whatever interruption came before it.
  */
-import { decide } from "../domain/event-policy.ts"
-import { type IntentRequest, intentRequest } from "../domain/intent-request.ts"
-import type { RunRef, SourceEvent, TerminalState } from "../domain/source-event.ts"
+import {
+  decide,
+  type IntentRequest,
+  intentRequest,
+  type RunRef,
+  type SourceEvent,
+  type TerminalState
+} from "../domain/event-policy.ts"
 import type { Resolution, TurnIntent } from "../domain/turn-intent.ts"
 import { isTerminal, type RunEvent, type RunRecord } from "../store/run-store.ts"
 import { cancelledBy } from "../terminal/terminal-outcome.ts"

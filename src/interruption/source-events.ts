@@ -4,7 +4,7 @@
  * into the coordinator; it publishes data and the core applies the event policy.
  */
 import { Context, Effect, Layer, Ref } from "effect"
-import type { SourceEvent } from "../domain/source-event.ts"
+import type { SourceEvent } from "../domain/event-policy.ts"
 
 export interface PublishResult {
   /** The intent created or reused for the event, if the policy creates one. */

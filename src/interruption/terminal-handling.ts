@@ -7,7 +7,7 @@
  * durable (and eligible, when the request asks for it) now.
  */
 import { Duration, Effect, Exit, Schedule } from "effect"
-import type { IntentRequest } from "../domain/intent-request.ts"
+import type { IntentRequest } from "../domain/event-policy.ts"
 import { TurnIntentStore } from "../store/turn-intent-store.ts"
 import { describeCause } from "./describe-failure.ts"
 import { identify } from "./intent-ids.ts"

@@ -10,7 +10,7 @@
  */
 import { randomUUID } from "node:crypto"
 import { Clock, Context, Effect, FiberMap, Layer, Option, Ref, Schema } from "effect"
-import { type ForeignRun, foreignRun } from "../domain/ownership.ts"
+import { type ForeignRun, foreignRun } from "../domain/identity.ts"
 import { type StoreFailure, storeFailure } from "../store/store-errors.ts"
 import { StepProgress } from "../engine/messages.ts"
 import { Database } from "../store/database.ts"

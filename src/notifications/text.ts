@@ -4,7 +4,7 @@
  */
 import { NOTIFICATION_TYPE } from "../domain/message-types.ts"
 import { redactText } from "../domain/redact.ts"
-import { clipCodePoints } from "../domain/text-bounds.ts"
+import { clipCodePoints } from "../domain/text.ts"
 import type { CustomMessage } from "../session/pi-session.ts"
 import {
   type FinalPayload,

@@ -9,7 +9,7 @@
  */
 import { Context, type Effect, type Option, Schema } from "effect"
 import type { StoreFailure } from "./store-errors.ts"
-import type { Provenance, RunOrigin } from "../domain/source-event.ts"
+import type { Provenance, RunOrigin } from "../domain/event-policy.ts"
 import type {
   ClaimLost,
   ClaimRefused,

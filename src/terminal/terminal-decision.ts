@@ -8,7 +8,7 @@
 import { createHash } from "node:crypto"
 import { Option } from "effect"
 import { redactText } from "../domain/redact.ts"
-import { clipCodePoints, codePointLength, fitsCodePoints } from "../domain/text-bounds.ts"
+import { clipCodePoints, codePointLength, fitsCodePoints } from "../domain/text.ts"
 import type { RunRecord } from "../store/run-store.ts"
 import { decideRestart } from "./restart-policy.ts"
 import { type Lineage, RESTART_LIMIT, restartCount } from "./lineage.ts"

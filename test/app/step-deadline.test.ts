@@ -16,7 +16,7 @@ import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { tempDbPath } from "../support/temp-db.ts"
 import { FALLBACK, STEP } from "./support.ts"
-import { duration } from "../../src/domain/time-text.ts"
+import { duration } from "../../src/domain/text.ts"
 
 const LIMIT = 10_000
 

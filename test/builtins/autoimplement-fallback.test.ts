@@ -6,11 +6,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import { autoimplement } from "../../src/builtins/autoimplement.ts"
-import { MAX_FALLBACKS } from "../../src/builtins/fallback-budget.ts"
-import type { Stage } from "../../src/builtins/fallback-route.ts"
+import { MAX_FALLBACKS, type Stage } from "../../src/builtins/fallback.ts"
 import { makeHarness, SESSION } from "../engine/support/harness.ts"
 import { drive, HAPPY, LONG_LEASE, limitOf, type Script, submit, TIME_OUT } from "./support.ts"
-import { duration } from "../../src/domain/time-text.ts"
+import { duration } from "../../src/domain/text.ts"
 
 const HOUR = 3_600_000
 const TASK = { task: "add a --verbose flag", plan: "parse the flag, print more", repo: "/tmp/repo" }

@@ -6,12 +6,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, TestClock } from "effect"
 import { AUTOIMPLEMENT_REVISION, autoimplement } from "../../src/builtins/autoimplement.ts"
-import { STAGES, type Stage } from "../../src/builtins/fallback-route.ts"
+import { STAGES, type Stage } from "../../src/builtins/fallback.ts"
 import { snapshotOf } from "../../src/engine/registry.ts"
 import { loadWorkflow } from "../../src/engine/validate.ts"
 import { makeHarness, SESSION } from "../engine/support/harness.ts"
 import { CANCEL, drive, HAPPY, LONG_LEASE, limitOf, OK, type Script, submit, TIME_OUT } from "./support.ts"
-import { duration } from "../../src/domain/time-text.ts"
+import { duration } from "../../src/domain/text.ts"
 
 const HOUR = 3_600_000
 const TASK = { task: "add a --verbose flag", plan: "parse the flag, print more", repo: "/tmp/repo" }

@@ -1,8 +1,15 @@
 /** The fallback's pure policy: which routes each timed-out stage allows, and the budget count. */
 import { Either } from "effect"
 import { describe, expect, it } from "vitest"
-import { budgetAtGuard, budgetOf, MAX_FALLBACKS } from "../../src/builtins/fallback-budget.ts"
-import { allowedRoutes, checkRoute, ROUTES, STAGES } from "../../src/builtins/fallback-route.ts"
+import {
+  budgetAtGuard,
+  budgetOf,
+  MAX_FALLBACKS,
+  allowedRoutes,
+  checkRoute,
+  ROUTES,
+  STAGES
+} from "../../src/builtins/fallback.ts"
 import type { VisitRecord } from "../../src/engine/definition.ts"
 
 describe("fallback routes against the timed-out stage", () => {

@@ -8,8 +8,12 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { runCommand } from "../../src/builtins/command-runner.ts"
-import { MAX_REPORTED_CHARS, type MonitorResult, makeMonitor } from "../../src/builtins/monitor.ts"
+import {
+  runCommand,
+  MAX_REPORTED_CHARS,
+  type MonitorResult,
+  makeMonitor
+} from "../../src/builtins/monitor.ts"
 import { makeHarness, SESSION } from "../engine/support/harness.ts"
 
 let bin = ""

@@ -14,11 +14,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { FINAL_REPORT_MARKER } from "../../src/builtins/autoimplement-prompts.ts"
 import { makeAutoimplement } from "../../src/builtins/autoimplement.ts"
-import {
-  type CommandRunnerService,
-  CommandNotStarted,
-  runCommand
-} from "../../src/builtins/command-runner.ts"
+import { type CommandRunnerService, CommandNotStarted, runCommand } from "../../src/builtins/monitor.ts"
 import { decideDelivery, decidePublish } from "../../src/builtins/repeat-guards.ts"
 import { makeHarness } from "../engine/support/harness.ts"
 import { createForge, type Forge } from "./fake-forge.ts"

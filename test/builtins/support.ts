@@ -6,7 +6,7 @@
 import { Effect, Option, TestClock } from "effect"
 import type { NaturalMessage } from "../../src/delivery/coordinator.ts"
 import { STAGE_LIMITS } from "../../src/builtins/autoimplement.ts"
-import type { Stage } from "../../src/builtins/fallback-route.ts"
+import type { Stage } from "../../src/builtins/fallback.ts"
 import { DEFAULT_TIMEOUT_MS } from "../../src/engine/timeout.ts"
 import { type Harness, SESSION } from "../engine/support/harness.ts"
 

@@ -5,11 +5,11 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Scope, TestClock } from "effect"
-import type { SourceEvent } from "../../src/domain/source-event.ts"
+import type { SourceEvent } from "../../src/domain/event-policy.ts"
 import { makeKit, newRun } from "../notifications/kit.ts"
 import { freshLocation, joinAdvancing, whenDone } from "../support/backend.ts"
-import type { Harness } from "./harness.ts"
 import {
+  type Harness,
   FALLBACK,
   interrupted,
   makeHarness,

@@ -4,7 +4,7 @@
  * scope. Several harnesses can share one database file (two processes, two coordinators).
  */
 import { Context, Effect, Layer } from "effect"
-import type { Provenance, RunRef, SourceEvent, TerminalState } from "../../src/domain/source-event.ts"
+import type { Provenance, RunRef, SourceEvent, TerminalState } from "../../src/domain/event-policy.ts"
 import { Coordinator } from "../../src/delivery/coordinator.ts"
 import type { CoordinatorOptions } from "../../src/delivery/coordinator-live.ts"
 import { layerCore } from "../../src/delivery/core-layer.ts"

@@ -5,7 +5,7 @@ import {
   triggerMessage,
   unansweredSuccessor
 } from "../../src/delivery/unanswered-successor.ts"
-import { withoutHidden } from "../../src/extension/context-filter.ts"
+import { withoutHidden } from "../../src/extension/model-request.ts"
 
 const custom = (entryId: string, customType: string, details: unknown = {}): TailEntry => ({
   _tag: "Custom",

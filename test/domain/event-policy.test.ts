@@ -1,7 +1,6 @@
 /** The spec's event-policy table, row by row, against the pure `decide`. */
 import { describe, expect, it } from "vitest"
-import { decide } from "../../src/domain/event-policy.ts"
-import type { QuietKind, SourceEvent } from "../../src/domain/source-event.ts"
+import { decide, type QuietKind, type SourceEvent } from "../../src/domain/event-policy.ts"
 import { interrupted, provenance, run, terminal } from "../conformance/harness.ts"
 
 const intent = (cause: string, eligible: boolean, abortTurn: boolean) =>

@@ -12,7 +12,7 @@ import {
   validateFacts
 } from "../../src/domain/facts.ts"
 import { sampleFacts } from "../support/fixtures.ts"
-import { codePointLength } from "../../src/domain/text-bounds.ts"
+import { codePointLength } from "../../src/domain/text.ts"
 
 /** The message of the InvalidFacts error for `input`; fails the test when it validates. */
 const rejection = (input: unknown): string => {

@@ -1,9 +1,7 @@
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { decide } from "../../src/domain/event-policy.ts"
+import { decide, intentRequest, type SourceEvent } from "../../src/domain/event-policy.ts"
 import { MAX_REASON_LENGTH, validateFacts } from "../../src/domain/facts.ts"
-import { intentRequest } from "../../src/domain/intent-request.ts"
-import type { SourceEvent } from "../../src/domain/source-event.ts"
 import { interrupted, provenance, run, terminal } from "../conformance/harness.ts"
 
 const request = (event: SourceEvent) => intentRequest(event, decide(event))

@@ -1,7 +1,7 @@
 /** Schema failures told in plain words, one phrase per field, and the example a schema accepts. */
 import { Either, Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import { exampleOf, readableIssues } from "../../src/domain/readable-issues.ts"
+import { exampleOf, readableIssues } from "../../src/domain/errors.ts"
 
 const Input = Schema.Struct({
   task: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(20_000)),

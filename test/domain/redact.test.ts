@@ -1,7 +1,6 @@
 /** The credential catalogue, shape by shape: the secret is replaced, its context is kept. */
 import { describe, expect, it } from "vitest"
-import { isSensitiveName } from "../../src/domain/credentials.ts"
-import { redactSecrets } from "../../src/domain/redact.ts"
+import { isSensitiveName, redactSecrets } from "../../src/domain/redact.ts"
 
 describe("redactSecrets", () => {
   it.each([

@@ -4,8 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Arbitrary, FastCheck as fc, Schema } from "effect"
-import { FallbackFacts, MAX_REASON_LENGTH, parseStoredFacts } from "../../src/domain/facts.ts"
-import { compileGuard } from "../../src/domain/schema-guard.ts"
+import { FallbackFacts, MAX_REASON_LENGTH, parseStoredFacts, compileGuard } from "../../src/domain/facts.ts"
 import { sampleFacts } from "../support/fixtures.ts"
 
 const Fields = FallbackFacts.from

@@ -1,7 +1,7 @@
 /** Every timeout form through the real engine, driven by TestClock (no real waiting). */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, TestClock } from "effect"
-import type { SourceEvent } from "../../src/domain/source-event.ts"
+import type { SourceEvent } from "../../src/domain/event-policy.ts"
 import type { StepContext, TimeoutMs } from "../../src/engine/definition.ts"
 import { eventTags, makeHarness, SESSION, waitUntil } from "./support/harness.ts"
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { defaultTimeoutFromEnv } from "../../src/extension/default-timeout.ts"
+import { defaultTimeoutFromEnv } from "../../src/extension/session-app.ts"
 
 describe("PI_WORKFLOWS_DEFAULT_TIMEOUT_MS", () => {
   it("is unset by default and a positive whole number when set", () => {

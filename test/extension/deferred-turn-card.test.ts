@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { fallbackDetails } from "../../src/delivery/fallback-message.ts"
-import { cardLines } from "../../src/extension/deferred-turn-card.ts"
-import { sanitizeBlock, sanitizeLine } from "../../src/extension/sanitize.ts"
+import { cardLines } from "../../src/extension/message-cards.ts"
+import { sanitizeBlock, sanitizeLine } from "../../src/extension/outbound.ts"
 
 const content = "Workflow run r-1 ended: failed.\nFacts JSON {…}\nInspect durable state with workflow status."
 const details = {

@@ -2,7 +2,7 @@ import { Either } from "effect"
 import { describe, expect, it } from "vitest"
 import { parseCommand } from "../../src/app/command-input.ts"
 import { failed } from "../../src/app/replies.ts"
-import { MAX_JSON_DEPTH } from "../../src/domain/json-depth.ts"
+import { MAX_JSON_DEPTH } from "../../src/domain/text.ts"
 import { decodeToolInput } from "../../src/app/tool-input.ts"
 import { prepareToolArguments } from "../../src/extension/tool-parameters.ts"
 

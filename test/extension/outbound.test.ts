@@ -7,7 +7,7 @@ import { Effect, ManagedRuntime } from "effect"
 import { afterEach, describe, expect, it, vi } from "vitest"
 import { shownToolResult } from "../../src/extension/outbound.ts"
 import { makePiBridge } from "../../src/extension/pi-session-live.ts"
-import { redactedLogs } from "../../src/extension/redacted-logs.ts"
+import { redactedLogs } from "../../src/extension/session-app.ts"
 import { PiSession } from "../../src/session/pi-session.ts"
 
 const token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"

@@ -6,7 +6,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { makeWireWatch, originOf } from "../../src/extension/request-on-wire.ts"
+import { makeWireWatch, originOf } from "../../src/extension/model-request.ts"
 
 interface Held {
   readonly body: string

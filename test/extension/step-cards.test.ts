@@ -1,8 +1,7 @@
 /** The step card and the one-line notification: bounded, sanitized, and never a raw type name. */
 import { describe, expect, it } from "vitest"
 import { agentStepMessage } from "../../src/engine/messages.ts"
-import { RENDERERS } from "../../src/extension/renderer.ts"
-import { notificationLines, stepCardLines } from "../../src/extension/step-cards.ts"
+import { RENDERERS, notificationLines, stepCardLines } from "../../src/extension/message-cards.ts"
 
 const step = agentStepMessage({
   workflowName: "release",

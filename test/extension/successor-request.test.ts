@@ -1,6 +1,6 @@
 /** The record of a model request that answers a terminal successor, once the request is sent. */
 import { describe, expect, it } from "vitest"
-import { answeredSuccessor, beforeProviderCall } from "../../src/extension/successor-request.ts"
+import { answeredSuccessor, beforeProviderCall } from "../../src/extension/model-request.ts"
 
 const fallback = { role: "custom", customType: "pi-workflows-deferred-turn", content: "x" }
 const presentation = { role: "custom", customType: "pi-workflows-presentation", content: "y" }

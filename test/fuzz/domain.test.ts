@@ -15,7 +15,7 @@ import {
   validateFacts
 } from "../../src/domain/facts.ts"
 import { checkId, intentId, sourceEventId } from "../../src/domain/identity.ts"
-import { codePointLength } from "../../src/domain/text-bounds.ts"
+import { codePointLength } from "../../src/domain/text.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { layerSqlite } from "../../src/store/turn-intent-store-sqlite.ts"
 import { tempDirectory } from "../../src/testing.ts"

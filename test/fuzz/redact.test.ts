@@ -5,10 +5,8 @@
  */
 import { FastCheck as fc } from "effect"
 import { describe, expect, it } from "vitest"
-import { decide } from "../../src/domain/event-policy.ts"
-import { HANDOFF_STATE, intentRequest } from "../../src/domain/intent-request.ts"
+import { decide, HANDOFF_STATE, intentRequest, type SourceEvent } from "../../src/domain/event-policy.ts"
 import { isControlChar, REDACTED, redactDeep, redactReason, redactText } from "../../src/domain/redact.ts"
-import type { SourceEvent } from "../../src/domain/source-event.ts"
 import { embedded, secretSample, surrounding } from "./secrets.ts"
 
 const hasControl = (text: string) => [...text].some((c) => isControlChar(c.charCodeAt(0)))

@@ -1,5 +1,5 @@
 /**
- * FastCheck arbitraries for the credential catalogue (src/domain/credentials.ts): one per shape,
+ * FastCheck arbitraries for the credential catalogue (src/domain/redact.ts): one per shape,
  * each a realistic secret (`needle`, what must never be shown) in the text that carries it
  * (`carrier`: the variable, header, flag or URL around it), and arbitrary text to embed it in.
  */

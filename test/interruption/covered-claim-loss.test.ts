@@ -6,8 +6,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Option, TestClock } from "effect"
-import { decide } from "../../src/domain/event-policy.ts"
-import { intentRequest } from "../../src/domain/intent-request.ts"
+import { decide, intentRequest } from "../../src/domain/event-policy.ts"
 import type { Resolution } from "../../src/domain/turn-intent.ts"
 import { identify } from "../../src/interruption/intent-ids.ts"
 import { reconcileDebts } from "../../src/interruption/reconcile.ts"

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, TestClock } from "effect"
-import type { SourceEvent } from "../../src/domain/source-event.ts"
+import type { SourceEvent } from "../../src/domain/event-policy.ts"
 import { interrupted, makeHarness, provenance, run, terminal } from "../conformance/harness.ts"
 
 describe("SourceEvents (live)", () => {

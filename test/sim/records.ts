@@ -2,7 +2,7 @@
  * What the simulated world records for the invariants: every send with the lifecycle at that
  * moment, every publish and its outcome, every natural delivery and how it ended.
  */
-import type { SourceEvent } from "../../src/domain/source-event.ts"
+import type { SourceEvent } from "../../src/domain/event-policy.ts"
 import type { PublishResult } from "../../src/interruption/source-events.ts"
 import type { ProcId } from "./schedule.ts"
 

@@ -4,7 +4,7 @@
  * pending abort provenance) so every step it emits is one the engine could really produce; the
  * world (`world.ts`) executes the steps and the invariants (`invariants.ts`) judge the outcome.
  */
-import type { ActiveTurnCause, Provenance, QuietKind, TerminalState } from "../../src/domain/source-event.ts"
+import type { ActiveTurnCause, Provenance, QuietKind, TerminalState } from "../../src/domain/event-policy.ts"
 import type { StoreOperation } from "../../src/testing/store-faults.ts"
 import { makePrng, type Prng } from "./prng.ts"
 

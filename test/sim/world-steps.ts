@@ -7,9 +7,13 @@
 import { Effect, Exit } from "effect"
 import type { NaturalMessage } from "../../src/delivery/coordinator.ts"
 import { FALLBACK_DELIVERY } from "../../src/delivery/fallback-message.ts"
-import { decide } from "../../src/domain/event-policy.ts"
-import { intentRequest } from "../../src/domain/intent-request.ts"
-import type { Provenance, RunRef, SourceEvent } from "../../src/domain/source-event.ts"
+import {
+  decide,
+  intentRequest,
+  type Provenance,
+  type RunRef,
+  type SourceEvent
+} from "../../src/domain/event-policy.ts"
 import { identify } from "../../src/interruption/intent-ids.ts"
 import type { PiSessionFakeControl } from "../../src/session/pi-session-fake.ts"
 import type { PiSessionService } from "../../src/session/pi-session.ts"

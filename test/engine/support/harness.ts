@@ -4,7 +4,7 @@
  * one file are two independent runners (separate connections, separate in-memory state).
  */
 import { Context, Effect, Layer, Option, Ref } from "effect"
-import type { SourceEvent } from "../../../src/domain/source-event.ts"
+import type { SourceEvent } from "../../../src/domain/event-policy.ts"
 import { Engine, type EngineConfig } from "../../../src/engine/engine.ts"
 import { layer as engineLayer } from "../../../src/engine/engine-live.ts"
 import { layerFromDefinitions, WorkflowRegistry, type WorkflowEntry } from "../../../src/engine/registry.ts"

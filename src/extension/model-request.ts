@@ -1,4 +1,21 @@
 /**
+ * The model request, as the entry sees it around Pi's `context` and `before_provider_request`
+ * hooks: what every request leaves out (`withoutHidden`), which successor it answers, and when it
+ * has left this process (`makeWireWatch`), so the successor is recorded as requested only then.
+ * Dependency-free: the entry registers all of it before the application loads and runs it on
+ * every request.
+ */
+import { subscribe, unsubscribe } from "node:diagnostics_channel"
+import type { Socket } from "node:net"
+import { AFTER_SUCCESSOR_REQUEST, BEFORE_SUCCESSOR_REQUEST, CRASH_AT_ENV } from "../delivery/crash-env.ts"
+import {
+  DEFERRED_TURN_TYPE,
+  NOTIFICATION_TYPE,
+  SUCCESSOR_REQUESTED_TYPE,
+  TURN_TRIGGER_TYPE
+} from "../domain/message-types.ts"
+
+/*
  * When a model request has left this process: the moment its last byte was handed to the
  * operating system. Pi's hooks end before the provider call (`before_provider_request`), and
  * between that hook and the bytes on the socket lie the SDK's request building and the HTTP
@@ -10,9 +27,6 @@
  * A provider that does not go through `fetch` (a websocket transport, `node:http`) is covered by
  * its response instead (`responded`): later than the wire, never earlier.
  */
-import { subscribe, unsubscribe } from "node:diagnostics_channel"
-import type { Socket } from "node:net"
-
 const SEND_HEADERS = "undici:client:sendHeaders"
 const BODY_SENT = "undici:request:bodySent"
 
@@ -112,4 +126,75 @@ export const makeWireWatch = (): WireWatch => {
       unsubscribe(BODY_SENT, onBodySent)
     }
   }
+}
+
+/*
+ * The model request for a terminal successor (a fallback or a presentation): Pi has written the
+ * message to the session file before it emits `context`, and the request follows. The extension
+ * records a `pi-workflows-successor-requested` entry once that request has left the process
+ * (`makeWireWatch`: its last byte handed to the operating system, or the provider's answer
+ * for a provider outside `fetch`), so a restart never starts a second turn for a successor whose
+ * request was sent (`unanswered-successor.ts`), and a kill before that leaves the successor to
+ * the restart's turn trigger. Test-only crash points kill Pi right before the request is armed
+ * (`beforeSuccessorRequest`: the state "written but never answered") and right after the entry
+ * is written (`afterSuccessorRequest`: "asked, and the reply died with Pi").
+ */
+const SUCCESSORS: ReadonlySet<unknown> = new Set([DEFERRED_TURN_TYPE, "pi-workflows-presentation"])
+
+const successorType = (message: unknown): string | null =>
+  typeof message === "object" &&
+  message !== null &&
+  "role" in message &&
+  message.role === "custom" &&
+  "customType" in message &&
+  typeof message.customType === "string" &&
+  SUCCESSORS.has(message.customType)
+    ? message.customType
+    : null
+
+/** The successor type a model request answers (`messages` as the model gets them), else null. */
+export const answeredSuccessor = (messages: ReadonlyArray<unknown>): string | null =>
+  successorType(messages.at(-1))
+
+const crashAt = (point: string) => {
+  if (process.env[CRASH_AT_ENV] === point) process.kill(process.pid, "SIGKILL")
+}
+
+/**
+ * At `before_provider_request` of a request that answers a successor (`answers`, from
+ * `answeredSuccessor` at `context`): record it once the request is on the wire (`whenSent`).
+ */
+export const beforeProviderCall = (
+  answers: string | null,
+  whenSent: (then: () => void) => void,
+  record: (customType: string, data: Readonly<Record<string, unknown>>) => void
+): void => {
+  if (answers === null) return
+  crashAt(BEFORE_SUCCESSOR_REQUEST)
+  whenSent(() => {
+    record(SUCCESSOR_REQUESTED_TYPE, { answers })
+    crashAt(AFTER_SUCCESSOR_REQUEST)
+  })
+}
+
+/*
+ * What every model request leaves out. Passive notifications are display-only: Pi keeps them in
+ * the session (the user sees them), but the model's context is exactly what it would be without
+ * them. A turn trigger (`delivery/unanswered-successor.ts`) only starts the turn that answers
+ * the successor before it, so the model sees that successor as the newest message.
+ */
+const HIDDEN: ReadonlySet<unknown> = new Set([NOTIFICATION_TYPE, TURN_TRIGGER_TYPE])
+
+const isHidden = (message: unknown): boolean =>
+  typeof message === "object" &&
+  message !== null &&
+  "role" in message &&
+  message.role === "custom" &&
+  "customType" in message &&
+  HIDDEN.has(message.customType)
+
+/** The messages without hidden ones, or undefined when there were none (Pi keeps its list). */
+export const withoutHidden = <M>(messages: ReadonlyArray<M>): Array<M> | undefined => {
+  const kept = messages.filter((message) => !isHidden(message))
+  return kept.length === messages.length ? undefined : kept
 }
