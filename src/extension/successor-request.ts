@@ -10,7 +10,11 @@
  * is written (`afterSuccessorRequest`: "asked, and the reply died with Pi"). Dependency-free:
  * the entry runs it on every request.
  */
-import { AFTER_SUCCESSOR_REQUEST, BEFORE_SUCCESSOR_REQUEST, CRASH_AT_ENV } from "../delivery/crash-env.ts"
+import {
+  AFTER_SUCCESSOR_REQUEST,
+  BEFORE_SUCCESSOR_REQUEST,
+  CRASH_AT_ENV
+} from "../delivery/unanswered-successor.ts"
 import { DEFERRED_TURN_TYPE, SUCCESSOR_REQUESTED_TYPE } from "../domain/message-types.ts"
 
 const SUCCESSORS: ReadonlySet<unknown> = new Set([DEFERRED_TURN_TYPE, "pi-workflows-presentation"])

@@ -9,8 +9,8 @@
  */
 import { Effect, Layer, Option } from "effect"
 import { Coordinator, type CoordinatorService } from "../delivery/coordinator.ts"
-import { FallbackComposer } from "../delivery/fallback-composer.ts"
-import { fallbackMessage } from "../delivery/fallback-message.ts"
+import { FallbackComposer } from "../delivery/coordinator.ts"
+import { fallbackMessage } from "../delivery/fallback.ts"
 import { PRESENTATION_TYPE } from "../domain/message-types.ts"
 import type { CustomMessage } from "../session/pi-session.ts"
 import { RunStore } from "../store/run-store.ts"

@@ -6,7 +6,7 @@
 import { spawnSync } from "node:child_process"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { bootId, isDeadOwner, ownerOf, ownerToken } from "../../src/delivery/owner.ts"
+import { bootId, isDeadOwner, ownerOf, ownerToken } from "../../src/delivery/coordinator-live.ts"
 import { makeHarness, run, terminal } from "../conformance/harness.ts"
 
 const deadPid = (): number => {

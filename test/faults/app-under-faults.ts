@@ -6,8 +6,8 @@
  */
 import { Layer } from "effect"
 import * as SyncOnEligible from "../../src/app/sync-on-eligible.ts"
-import { type CoreOptions, layerCore } from "../../src/delivery/core-layer.ts"
-import * as CrashPoints from "../../src/delivery/crash-points.ts"
+import { type CoreOptions, layerCore } from "../../src/delivery/coordinator-live.ts"
+import { layerNoCrashPoints } from "../../src/delivery/coordinator.ts"
 import type { EngineConfig } from "../../src/engine/engine.ts"
 import * as EngineLive from "../../src/engine/engine-live.ts"
 import { layerFromDefinitions } from "../../src/engine/registry.ts"
@@ -34,7 +34,7 @@ export const layerAppUnderFaults = (config: {
         isPgLocation(config.location)
           ? layerStoresPg({ url: config.location, busyTimeoutMs: config.busyTimeoutMs })
           : layerStores({ filename: config.location, busyTimeoutMs: config.busyTimeoutMs }),
-        CrashPoints.layerNoop
+        layerNoCrashPoints
       )
     )
   )

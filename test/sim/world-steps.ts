@@ -6,7 +6,7 @@
  */
 import { Effect, Exit } from "effect"
 import type { NaturalMessage } from "../../src/delivery/coordinator.ts"
-import { FALLBACK_DELIVERY } from "../../src/delivery/fallback-message.ts"
+import { FALLBACK_DELIVERY } from "../../src/delivery/fallback.ts"
 import { decide } from "../../src/domain/event-policy.ts"
 import { intentRequest } from "../../src/domain/intent-request.ts"
 import type { Provenance, RunRef, SourceEvent } from "../../src/domain/source-event.ts"

@@ -13,7 +13,7 @@
  * `query_timeout` as a parameter `pg` reads from the URL for each client of the pool.
  */
 import { Duration, Effect } from "effect"
-import { pgClientMargin, pgDefaultTimeout, TimingPolicy, toMillis } from "../../delivery/timing-policy.ts"
+import { pgClientMargin, pgDefaultTimeout, TimingPolicy, toMillis } from "../../domain/timing-policy.ts"
 import { StoreFailure } from "../store-errors.ts"
 
 export interface SessionTimeouts {
