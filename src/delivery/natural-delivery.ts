@@ -20,7 +20,7 @@ import { Clock, Effect, Either, Option, Ref } from "effect"
 import type { InvalidInput } from "../domain/errors.ts"
 import { checkId } from "../domain/identity.ts"
 import type { TurnIntent } from "../domain/turn-intent.ts"
-import { describeError } from "../interruption/describe-failure.ts"
+import { describeError } from "../interruption/interruptions.ts"
 import type { SendFailed } from "../session/pi-session.ts"
 import type { NaturalMessage, NaturalReceipt } from "./coordinator.ts"
 import {

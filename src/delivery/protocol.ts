@@ -15,7 +15,7 @@ import { redactText } from "../domain/redact.ts"
 import { DEFAULT_LEASE_MS } from "../domain/timing-policy.ts"
 import type { Resolution, TurnIntent } from "../domain/turn-intent.ts"
 import type { AbortBookkeepingService } from "../interruption/abort-bookkeeping.ts"
-import { describeError } from "../interruption/describe-failure.ts"
+import { describeError } from "../interruption/interruptions.ts"
 import type {
   BranchMessage,
   CustomMessage,

@@ -14,7 +14,7 @@
 import { Cause, Clock, Deferred, Effect, Either, Option, Ref, Runtime } from "effect"
 import { boundReason } from "../domain/facts.ts"
 import { type ForeignRun, foreignRun } from "../domain/ownership.ts"
-import { abortIntentId } from "../interruption/intent-ids.ts"
+import { abortIntentId } from "../interruption/run-debts.ts"
 import { progressProblem } from "../notifications/text.ts"
 import type { ClaimLost } from "../store/run-errors.ts"
 import type { RequestRecord, RunStoreService, SubmitReceipt } from "../store/run-store.ts"
