@@ -15,7 +15,7 @@ import { Cause, Clock, Deferred, Effect, Either, Option, Ref, Runtime } from "ef
 import { boundReason } from "../domain/facts.ts"
 import { type ForeignRun, foreignRun } from "../domain/ownership.ts"
 import { abortIntentId } from "../interruption/run-debts.ts"
-import { progressProblem } from "../notifications/text.ts"
+import { progressProblem } from "../notifications/notifier.ts"
 import type { ClaimLost } from "../store/run-errors.ts"
 import type { RequestRecord, RunStoreService, SubmitReceipt } from "../store/run-store.ts"
 import type { StoreFailure } from "../store/store-errors.ts"
