@@ -44,7 +44,7 @@ import * as NotificationStoreSqlite from "../store/notification-store-sqlite.ts"
 import * as Maintenance from "./maintenance.ts"
 import * as LaunchStoreSqlite from "../store/launch-store-sqlite.ts"
 import { LaunchStore } from "../terminal/launch-store.ts"
-import * as TerminalMessages from "../terminal/terminal-messages.ts"
+import * as TerminalMessages from "../terminal/terminal-decision.ts"
 import * as SyncOnEligible from "./sync-on-eligible.ts"
 
 export interface AppOptions {

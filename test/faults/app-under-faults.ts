@@ -15,7 +15,7 @@ import * as FinalOnEnd from "../../src/notifications/final-on-end.ts"
 import * as NotificationsLive from "../../src/notifications/notifications.ts"
 import * as NotifierLive from "../../src/notifications/notifier.ts"
 import { layerStores, layerStoresPg } from "../../src/app/layers.ts"
-import * as TerminalMessages from "../../src/terminal/terminal-messages.ts"
+import * as TerminalMessages from "../../src/terminal/terminal-decision.ts"
 import * as StoreFaults from "../../src/testing/store-faults.ts"
 import { isPgLocation } from "../support/backend.ts"
 
