@@ -1,6 +1,6 @@
 /**
  * The abort path: how long from the agent's `workflow cancel` until the active turn is aborted
- * with its turn intent durably stored (src/interruption/abort-ordering.ts), over the fake Pi
+ * with its turn intent durably stored (src/interruption/interruptions.ts), over the fake Pi
  * session and the real store. Three measurements:
  *
  * 1. the whole tool call (`runTool cancel`: engine cancel, event policy, ensure, abort) in the

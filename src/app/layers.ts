@@ -55,7 +55,7 @@ export interface AppOptions {
   readonly notifications?: NotificationsConfig
   /**
    * Spacing of the periodic reconciliation pass; null turns it off. Default:
-   * `TimingPolicy.maintenanceInterval` (5 s), like every other timing (delivery/timing-policy.ts).
+   * `TimingPolicy.maintenanceInterval` (5 s), like every other timing (domain/timing-policy.ts).
    */
   readonly maintenanceIntervalMs?: number | null
   /**
@@ -147,7 +147,7 @@ export const layerAppWith = <E, R>(
       : Layer.succeed(CrashPoints, options.crashPoints)
   )
   // The successor-turn core; fallbacks of ended runs carry the terminal decision
-  // (src/terminal/terminal-messages.ts).
+  // (src/terminal/terminal-decision.ts).
   const core = layerCore(options.core).pipe(
     Layer.provide(TerminalMessages.layerComposer),
     Layer.provideMerge(base)

@@ -206,18 +206,23 @@ export const resolveIntent = (
   env: DeliveryEnv,
   intent: TurnIntent,
   token: string,
-  resolution: Resolution,
-  /** Another intent's message that answers this one too (see `sibling-intents.ts`). */
-  messageId: string = resolutionMessageId(intent.intentId, resolution)
+  resolution: Resolution
 ): Effect.Effect<Either.Either<TurnIntent, ResolveError>> =>
-  env.store.resolve({ intentId: intent.intentId, token, resolution, messageId }).pipe(
-    Effect.retry({
-      schedule: Schedule.exponential(Duration.millis(20)),
-      times: Math.max(0, env.resolveAttempts - 1),
-      while: (error) => error._tag === "StoreFailure"
-    }),
-    Effect.either
-  )
+  env.store
+    .resolve({
+      intentId: intent.intentId,
+      token,
+      resolution,
+      messageId: resolutionMessageId(intent.intentId, resolution)
+    })
+    .pipe(
+      Effect.retry({
+        schedule: Schedule.exponential(Duration.millis(20)),
+        times: Math.max(0, env.resolveAttempts - 1),
+        while: (error) => error._tag === "StoreFailure"
+      }),
+      Effect.either
+    )
 
 /** The unconfirmed send of this intent by this coordinator, if any. */
 export const unconfirmedOf = (env: DeliveryEnv, intentId: string): Effect.Effect<Unconfirmed | undefined> =>

@@ -1,5 +1,5 @@
 /**
- * Claim tokens name their owner process (src/delivery/owner.ts): a claim whose owner died on this
+ * Claim tokens name their owner process (src/delivery/coordinator-live.ts): a claim whose owner died on this
  * machine is freed at once, so a restarted Pi delivers without waiting out the lease. The dead
  * owner here is a real child process that has exited.
  */
