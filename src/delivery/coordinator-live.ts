@@ -139,7 +139,6 @@ export const layer = (
 // Claim tokens that name their owner process, so a restarted Pi can tell that a claim's owner
 // died on this machine and take its intents at once instead of waiting out the lease.
 //
-//
 // A token reads `pwt.<boot>.<pid>.<random>`: `boot` identifies this machine's current boot
 // (Linux `/proc/sys/kernel/random/boot_id`, hashed), `pid` the owning process. A claim is from a
 // dead owner only when its boot is this machine's and no process has that pid. Anything else (a
@@ -204,6 +203,7 @@ export interface CoreOptions {
   readonly interruptions?: Interruptions.InterruptionsOptions
 }
 
+/** The successor-turn core: this Coordinator, the live SourceEvents and their AbortBookkeeping. */
 export const layerCore = (
   options: CoreOptions = {}
 ): Layer.Layer<Coordinator | SourceEvents | AbortBookkeeping, never, TurnIntentStore | PiSession> =>

@@ -137,11 +137,11 @@ export const fallbackMessage = (intent: TurnIntent): CustomMessage => ({
   details: { ...fallbackDetails(intent) }
 })
 
-// Fallback synchronization ---------------------------------------------------------------------
+// Fallback synchronization (the steps are in the module comment).
 
 /**
- * Free the claims of this session's pending intents whose owner process is gone (`coordinator-live.ts`), so a
- * restarted Pi delivers them at once instead of after the lease. The release names the dead
+ * Free the claims of this session's pending intents whose owner process is gone (`isDeadOwner`
+ * in `coordinator-live.ts`), so a restarted Pi delivers them at once instead of after the lease. The release names the dead
  * owner's token, so it changes nothing once anyone else has claimed the intent.
  */
 export const freeDeadOwners = (

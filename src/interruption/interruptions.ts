@@ -282,9 +282,10 @@ export const persistEligible = (
 
 // Short, bounded descriptions of failures for warnings and receipts (never whole stacks).
 
-const MAX = 300
+const MAX_DESCRIPTION = 300
 
-const clip = (text: string) => (text.length <= MAX ? text : `${text.slice(0, MAX - 1)}…`)
+const clipDescription = (text: string) =>
+  text.length <= MAX_DESCRIPTION ? text : `${text.slice(0, MAX_DESCRIPTION - 1)}…`
 
 /** One line naming the error's tag (when it has one) and its message. */
 export const describeError = (error: unknown): string => {
@@ -292,10 +293,10 @@ export const describeError = (error: unknown): string => {
     const tag = "_tag" in error && typeof error._tag === "string" ? error._tag : null
     const message = "message" in error && typeof error.message === "string" ? error.message : ""
     if (tag === "TimeoutException") return "timed out"
-    if (tag !== null) return clip(message.length > 0 ? `${tag}: ${message}` : tag)
-    if (message.length > 0) return clip(message)
+    if (tag !== null) return clipDescription(message.length > 0 ? `${tag}: ${message}` : tag)
+    if (message.length > 0) return clipDescription(message)
   }
-  return clip(String(error))
+  return clipDescription(String(error))
 }
 
 /** Describe the first failure or defect of a cause. */

@@ -84,7 +84,7 @@ export const make = Effect.gen(function* () {
 
 export const layer: Layer.Layer<Notifier, never, NotificationStore | PiSession> = Layer.effect(Notifier, make)
 
-// Text rules (pure) ---------------------------------------------------------------------------
+// The text rules (pure).
 
 const MAX_SUMMARY = 300
 

@@ -125,7 +125,7 @@ export const encodeLaunch = (launch: Launch): string => encodeSync(launch)
 /** Restarts so far in the run's chain (0 for a run without lineage). */
 export const restartCount = (lineage: Lineage | null): number => lineage?.restartNumber ?? 0
 
-// The policy ----------------------------------------------------------------------------------
+// The policy.
 
 export interface RestartCandidate {
   readonly run: RunRecord
