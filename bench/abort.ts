@@ -1,6 +1,6 @@
 /**
  * The abort path: how long from the agent's `workflow cancel` until the active turn is aborted
- * with its turn intent durably stored (src/interruption/abort-ordering.ts), over the fake Pi
+ * with its turn intent durably stored (src/interruption/interruptions.ts), over the fake Pi
  * session and the real store. Three measurements:
  *
  * 1. the whole tool call (`runTool cancel`: engine cancel, event policy, ensure, abort) in the
@@ -19,7 +19,7 @@ import Sqlite from "better-sqlite3"
 import { Context, Duration, Effect, Layer, Logger, LogLevel } from "effect"
 import { layerApp } from "../src/app/layers.ts"
 import { Coordinator } from "../src/delivery/coordinator.ts"
-import { layerCore } from "../src/delivery/core-layer.ts"
+import { layerCore } from "../src/delivery/coordinator-live.ts"
 import type { SourceEvent } from "../src/domain/event-policy.ts"
 import { DEFAULT_PERSIST_TIMEOUT_MS } from "../src/interruption/interruptions.ts"
 import { SourceEvents } from "../src/interruption/source-events.ts"

@@ -15,8 +15,8 @@ import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "no
 import { availableParallelism, tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { DEFAULT_LEASE_MS } from "../src/domain/timing-policy.ts"
 import {
-  DEFAULT_LEASE_MS,
   modelConstants,
   NATURAL_OUTSIDE_SETTLE_HANDLER,
   RELEASE_OTHERS_BEFORE_SEND,

@@ -13,9 +13,13 @@
  */
 import { type Context, Effect, Layer } from "effect"
 import { StoreFailure } from "../store/store-errors.ts"
-import { type CoreOptions, layerCore } from "../delivery/core-layer.ts"
-import * as CrashPoints from "../delivery/crash-points.ts"
-import { Coordinator } from "../delivery/coordinator.ts"
+import { type CoreOptions, layerCore } from "../delivery/coordinator-live.ts"
+import {
+  Coordinator,
+  CrashPoints,
+  type CrashPointsService,
+  layerCrashPointsFromEnv
+} from "../delivery/coordinator.ts"
 import type { EngineConfig } from "../engine/engine.ts"
 import type { Engine } from "../engine/engine.ts"
 import * as EngineLive from "../engine/engine-live.ts"
@@ -40,7 +44,7 @@ import * as NotificationStoreSqlite from "../store/notification-store-sqlite.ts"
 import * as Maintenance from "./maintenance.ts"
 import * as LaunchStoreSqlite from "../store/launch-store-sqlite.ts"
 import { LaunchStore } from "../terminal/launch-store.ts"
-import * as TerminalMessages from "../terminal/terminal-messages.ts"
+import * as TerminalMessages from "../terminal/terminal-decision.ts"
 import * as SyncOnEligible from "./sync-on-eligible.ts"
 
 export interface AppOptions {
@@ -51,14 +55,14 @@ export interface AppOptions {
   readonly notifications?: NotificationsConfig
   /**
    * Spacing of the periodic reconciliation pass; null turns it off. Default:
-   * `TimingPolicy.maintenanceInterval` (5 s), like every other timing (delivery/timing-policy.ts).
+   * `TimingPolicy.maintenanceInterval` (5 s), like every other timing (domain/timing-policy.ts).
    */
   readonly maintenanceIntervalMs?: number | null
   /**
    * Test-only: where delivery steps report crash points (scripted crash tests). Default: the
    * `PI_WORKFLOW_TURNS_CRASH_AT` variable, which is unset in production (docs/reliability.md).
    */
-  readonly crashPoints?: CrashPoints.CrashPointsService
+  readonly crashPoints?: CrashPointsService
 }
 
 export interface AppConfig extends AppOptions {
@@ -139,11 +143,11 @@ export const layerAppWith = <E, R>(
   const base = Layer.merge(
     stores,
     options.crashPoints === undefined
-      ? CrashPoints.layerFromEnv
-      : Layer.succeed(CrashPoints.CrashPoints, options.crashPoints)
+      ? layerCrashPointsFromEnv
+      : Layer.succeed(CrashPoints, options.crashPoints)
   )
   // The successor-turn core; fallbacks of ended runs carry the terminal decision
-  // (src/terminal/terminal-messages.ts).
+  // (src/terminal/terminal-decision.ts).
   const core = layerCore(options.core).pipe(
     Layer.provide(TerminalMessages.layerComposer),
     Layer.provideMerge(base)
@@ -176,9 +180,9 @@ export const layerAppWith = <E, R>(
     registry,
     only(Notifications)(notifications),
     notifier,
-    // Delivery code looks the crash hook up in the calling fiber's context (crash-points.ts), so
+    // Delivery code looks the crash hook up in the calling fiber's context (delivery/coordinator.ts), so
     // it must reach the runtime's context too; it is a no-op unless the test variable is set.
-    only(CrashPoints.CrashPoints)(base)
+    only(CrashPoints)(base)
   )
   const maintenance = Maintenance.layer(options.maintenanceIntervalMs)
   return Layer.merge(services, maintenance.pipe(Layer.provide(services)))

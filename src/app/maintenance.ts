@@ -7,7 +7,7 @@
 import { Duration, Effect, Layer, Option, Schema } from "effect"
 import { Coordinator } from "../delivery/coordinator.ts"
 import { Engine } from "../engine/engine.ts"
-import { TimingPolicy } from "../delivery/timing-policy.ts"
+import { TimingPolicy } from "../domain/timing-policy.ts"
 import { PRESENTATION_TYPE } from "../domain/message-types.ts"
 import { reconcileDebts } from "../interruption/reconcile.ts"
 import { PiSession } from "../session/pi-session.ts"

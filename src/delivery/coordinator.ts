@@ -3,11 +3,16 @@
  * fallbacks reach the Pi session. Natural messages resolve a pending intent of their run when
  * one exists; fallback sync resolves eligible intents that no natural message will.
  * The live implementation is `layer` in `coordinator-live.ts` (see docs/delivery.md).
+ *
+ * Also the two optional ports the live coordinator takes from its layer's context when it is
+ * built: `FallbackComposer` (the fallback message) and the test-only `CrashPoints`.
  */
-import { Context, type Effect } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import type { InvalidInput } from "../domain/errors.ts"
-import type { StoreFailure } from "../store/store-errors.ts"
+import type { TurnIntent } from "../domain/turn-intent.ts"
 import type { CustomMessage, DeliveryOptions, SendFailed } from "../session/pi-session.ts"
+import type { StoreFailure } from "../store/store-errors.ts"
+import { CRASH_AT_ENV } from "./unanswered-successor.ts"
 
 export type NaturalKind = "workflowPrompt" | "presentation"
 
@@ -80,3 +85,73 @@ export class Coordinator extends Context.Tag("pi-workflow-turns/Coordinator")<
   Coordinator,
   CoordinatorService
 >() {}
+
+// FallbackComposer: an optional port that composes the fallback message for an intent. Without
+// it the coordinator sends the factual fallback of `fallback.ts`; the application provides one
+// that adds the terminal decision for runs that have ended (src/terminal/terminal-decision.ts).
+// A composer must be deterministic per intent and must never fail: it returns the plain
+// fallback instead.
+
+export interface FallbackComposerService {
+  readonly compose: (intent: TurnIntent) => Effect.Effect<CustomMessage>
+}
+
+export class FallbackComposer extends Context.Tag("pi-workflow-turns/FallbackComposer")<
+  FallbackComposer,
+  FallbackComposerService
+>() {}
+
+// Crash points: a test-only hook that lets the crash-recovery tests kill Pi (SIGKILL) at an
+// exact step of a delivery, then restart it on the same session file. The coordinator takes the
+// service from its layer's context when it is built and calls `reached(point, intentId)` after it
+// claimed an intent, after it sent the resolving message and after it stored the resolution.
+// Without a `CrashPoints` service (the normal case), or without `PI_WORKFLOW_TURNS_CRASH_AT` in
+// the environment, nothing happens.
+//
+// `PI_WORKFLOW_TURNS_CRASH_AT=afterClaim|afterSend|afterResolve` is for tests only
+// (docs/reliability.md): the process kills itself the first time it reaches that point. Two
+// more values, `beforeSuccessorRequest` and `afterSuccessorRequest`, are reached around a model
+// request for a terminal successor instead (`extension/successor-request.ts`).
+
+export type CrashPoint = "afterClaim" | "afterSend" | "afterResolve"
+
+export const CRASH_POINTS: ReadonlyArray<CrashPoint> = ["afterClaim", "afterSend", "afterResolve"]
+
+export interface CrashPointsService {
+  /** Called when a delivery reaches `point` for `intentId`. */
+  readonly reached: (point: CrashPoint, intentId: string) => Effect.Effect<void>
+}
+
+export class CrashPoints extends Context.Tag("pi-workflow-turns/CrashPoints")<
+  CrashPoints,
+  CrashPointsService
+>() {}
+
+export const noopCrashPoints: CrashPointsService = { reached: () => Effect.void }
+
+/** SIGKILL this process at the point the variable names; the no-op when it is unset or unknown. */
+export const crashPointsFromEnv = (env: Readonly<Record<string, string | undefined>>): CrashPointsService => {
+  const target = CRASH_POINTS.find((point) => point === env[CRASH_AT_ENV])
+  if (target === undefined) return noopCrashPoints
+  return {
+    reached: (point) =>
+      point === target
+        ? Effect.sync(() => {
+            process.kill(process.pid, "SIGKILL")
+          })
+        : Effect.void
+  }
+}
+
+export const layerNoCrashPoints: Layer.Layer<CrashPoints> = Layer.succeed(CrashPoints, noopCrashPoints)
+
+export const layerCrashPointsFromEnv: Layer.Layer<CrashPoints> = Layer.sync(CrashPoints, () =>
+  crashPointsFromEnv(process.env)
+)
+
+/** What delivery code calls: the service in context, if any, reaches the point. */
+export const reachCrashPoint = (point: CrashPoint, intentId: string): Effect.Effect<void> =>
+  Effect.flatMap(
+    Effect.serviceOption(CrashPoints),
+    Option.match({ onNone: () => Effect.void, onSome: (crash) => crash.reached(point, intentId) })
+  )

@@ -20,11 +20,19 @@ import { Clock, Effect, Either, Option, Ref } from "effect"
 import type { InvalidInput } from "../domain/errors.ts"
 import { checkId } from "../domain/identity.ts"
 import type { TurnIntent } from "../domain/turn-intent.ts"
-import { describeError } from "../interruption/describe-failure.ts"
+import { describeError } from "../interruption/interruptions.ts"
 import type { SendFailed } from "../session/pi-session.ts"
-import { findResolvingMessage, isSameMessage, withTurnIntent } from "./branch-repair.ts"
 import type { NaturalMessage, NaturalReceipt } from "./coordinator.ts"
-import { type DeliveryEnv, releaseClaim, resolveIntent, sendClaimed, unconfirmedOf } from "./delivery-env.ts"
+import {
+  type DeliveryEnv,
+  findResolvingMessage,
+  isSameMessage,
+  releaseClaim,
+  resolveIntent,
+  sendClaimed,
+  unconfirmedOf,
+  withTurnIntent
+} from "./protocol.ts"
 
 type Step =
   | { readonly _tag: "Done"; readonly receipt: NaturalReceipt }

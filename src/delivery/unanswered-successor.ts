@@ -11,6 +11,9 @@
  * after it means the message was answered or overtaken. A trigger alone is not an answer: Pi can
  * die between appending it and its request, and then the next start triggers again (hidden, so
  * the model still sees one copy of the successor).
+ *
+ * The test-only crash variable and the two crash points that leave exactly this state (around
+ * a terminal successor's model request) are here too: dependency-free, the Pi entry reads them.
  */
 import {
   DEFERRED_TURN_TYPE,
@@ -20,6 +23,21 @@ import {
   TURN_TRIGGER_SCHEMA,
   TURN_TRIGGER_TYPE
 } from "../domain/message-types.ts"
+
+/** The test-only crash variable (docs/reliability.md). Dependency-free: the Pi entry reads it too. */
+export const CRASH_AT_ENV = "PI_WORKFLOW_TURNS_CRASH_AT"
+
+/**
+ * The crash point between Pi's append of a terminal successor and the model request for it:
+ * the extension kills Pi in `before_provider_request` when the request's newest message is one.
+ */
+export const BEFORE_SUCCESSOR_REQUEST = "beforeSuccessorRequest"
+
+/**
+ * The crash point right after the extension recorded that the model request for a terminal
+ * successor left the process: the request reached the provider, and its reply dies with Pi.
+ */
+export const AFTER_SUCCESSOR_REQUEST = "afterSuccessorRequest"
 
 /** A branch entry as this decision sees it. */
 export type TailEntry =

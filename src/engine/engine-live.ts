@@ -6,7 +6,7 @@
 import { Clock, Deferred, Effect, FiberMap, FiberSet, Layer, Option, Ref } from "effect"
 import { InvalidInput } from "../domain/errors.ts"
 import { Coordinator } from "../delivery/coordinator.ts"
-import { TimingPolicy } from "../delivery/timing-policy.ts"
+import { TimingPolicy } from "../domain/timing-policy.ts"
 import { terminalEvent } from "../interruption/run-debts.ts"
 import { SourceEvents } from "../interruption/source-events.ts"
 import { RunNotFound } from "../store/run-errors.ts"

@@ -22,7 +22,7 @@
  *   failure caps it as well.
  */
 import { Clock, Duration, Effect, Ref, Schedule } from "effect"
-import { TimingPolicy } from "../delivery/timing-policy.ts"
+import { TimingPolicy } from "../domain/timing-policy.ts"
 import { isLockFailure, StoreFailure } from "../store/store-errors.ts"
 import type { RunStoreService } from "../store/run-store.ts"
 import type { ActiveRun, RunnerDeps } from "./active-run.ts"

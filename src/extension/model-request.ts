@@ -7,7 +7,11 @@
  */
 import { subscribe, unsubscribe } from "node:diagnostics_channel"
 import type { Socket } from "node:net"
-import { AFTER_SUCCESSOR_REQUEST, BEFORE_SUCCESSOR_REQUEST, CRASH_AT_ENV } from "../delivery/crash-env.ts"
+import {
+  AFTER_SUCCESSOR_REQUEST,
+  BEFORE_SUCCESSOR_REQUEST,
+  CRASH_AT_ENV
+} from "../delivery/unanswered-successor.ts"
 import {
   DEFERRED_TURN_TYPE,
   NOTIFICATION_TYPE,

@@ -20,17 +20,19 @@
  *   message answers both (`coveredByEnd`).
  * - The user's direct cancel owes nothing, and retires every pending intent of its run
  *   (`endOwesNothing`): no fallback, whatever interruption came before it.
+ *
+ * The deterministic source-event and intent IDs of an intent request are here too: what makes
+ * the engine's and reconciliation's intent one and the same.
  */
-import {
-  decide,
-  type IntentRequest,
-  intentRequest,
-  type RunRef,
-  type SourceEvent,
-  type TerminalState
-} from "../domain/event-policy.ts"
+import { Effect } from "effect"
+import type { InvalidInput } from "../domain/errors.ts"
+import { decide } from "../domain/event-policy.ts"
+import { intentId, sourceEventId } from "../domain/identity.ts"
+import { type IntentRequest, intentRequest } from "../domain/event-policy.ts"
+import type { Provenance, RunRef, SourceEvent, TerminalState } from "../domain/event-policy.ts"
 import type { Resolution, TurnIntent } from "../domain/turn-intent.ts"
 import { isTerminal, type RunEvent, type RunRecord } from "../store/run-store.ts"
+import type { EnsureIntent } from "../store/turn-intent-store.ts"
 import { cancelledBy } from "../terminal/terminal-outcome.ts"
 
 export const runRefOfRecord = (record: RunRecord): RunRef => ({
@@ -192,3 +194,51 @@ export const completedOwesIntent = (
   record.state === "completed" &&
   !presentedInBranch.has(record.runId) &&
   !events.some((event) => event.kind === "presented")
+
+// The deterministic source-event and intent IDs of an intent request.
+
+export interface IdentifiedRequest {
+  readonly intentId: string
+  readonly ensure: EnsureIntent
+}
+
+export const identify = (request: IntentRequest): Effect.Effect<IdentifiedRequest, InvalidInput> =>
+  Effect.gen(function* () {
+    const source = yield* sourceEventId(request.key)
+    const ensure: EnsureIntent = {
+      sourceEventId: source,
+      runId: request.run.runId,
+      workflowRef: request.run.workflowRef,
+      targetSessionId: request.run.targetSessionId,
+      cause: request.cause,
+      nodeId: request.nodeId,
+      attemptId: request.attemptId,
+      facts: request.facts,
+      eligible: request.eligible
+    }
+    return { intentId: yield* intentId(ensure), ensure }
+  })
+
+/**
+ * The intent of an abort with this provenance: the one its abort stores and any run end that
+ * reuses the abort addresses (the same key as `intentRequest` builds for both).
+ */
+export const abortIntentId = (run: RunRef, provenance: Provenance): Effect.Effect<string, InvalidInput> =>
+  Effect.flatMap(
+    sourceEventId({
+      runId: run.runId,
+      cause: provenance.cause,
+      nodeId: provenance.nodeId,
+      attemptId: provenance.attemptId,
+      interruption: provenance.interruption
+    }),
+    (source) =>
+      intentId({
+        targetSessionId: run.targetSessionId,
+        runId: run.runId,
+        sourceEventId: source,
+        nodeId: provenance.nodeId,
+        attemptId: provenance.attemptId,
+        cause: provenance.cause
+      })
+  )

@@ -12,8 +12,7 @@ import { Database, immediateAs } from "../store/database.ts"
 import { NotificationStore } from "../store/notification-store.ts"
 import { isTerminal, type RunRecord, RunStore } from "../store/run-store.ts"
 import { Notifications } from "./notifications.ts"
-import { Notifier } from "./notifier.ts"
-import { finalPayload } from "./text.ts"
+import { finalPayload, Notifier } from "./notifier.ts"
 
 /** Derived from the run, so a retried end cannot store a second `final`. */
 export const finalNotificationId = (runId: string) =>

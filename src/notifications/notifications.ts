@@ -16,8 +16,7 @@ import { StepProgress } from "../engine/messages.ts"
 import { Database } from "../store/database.ts"
 import { NOTIFICATION_SCHEMA, NotificationStore } from "../store/notification-store.ts"
 import { isTerminal, RunStore } from "../store/run-store.ts"
-import { Notifier } from "./notifier.ts"
-import { progressProblem } from "./text.ts"
+import { Notifier, progressProblem } from "./notifier.ts"
 
 /** A progress report was refused; nothing was stored. */
 export class ProgressRejected extends Schema.TaggedError<ProgressRejected>()("ProgressRejected", {

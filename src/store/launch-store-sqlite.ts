@@ -7,7 +7,13 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type * as SqlError from "@effect/sql/SqlError"
 import { Clock, Effect, Either, Layer, Option, type ParseResult, Schema } from "effect"
 import { asStoreFailure, StoreFailure, storeFailure } from "./store-errors.ts"
-import { LaunchAlreadyReserved, RestartRefused } from "../terminal/errors.ts"
+import {
+  LaunchAlreadyReserved,
+  RestartRefused,
+  decodeLaunch,
+  encodeLaunch,
+  LAUNCH_SCHEMA
+} from "../terminal/restart-policy.ts"
 import {
   type LaunchRecord,
   LaunchStore,
@@ -15,7 +21,6 @@ import {
   type ReserveLaunch,
   type Reserved
 } from "../terminal/launch-store.ts"
-import { decodeLaunch, encodeLaunch, LAUNCH_SCHEMA } from "../terminal/lineage.ts"
 import { Database } from "./database.ts"
 
 const Row = Schema.Struct({

@@ -9,8 +9,7 @@
  */
 import { Context, type Effect, type Option } from "effect"
 import type { StoreFailure } from "../store/store-errors.ts"
-import type { LaunchAlreadyReserved, RestartRefused } from "./errors.ts"
-import type { Launch, Lineage } from "./lineage.ts"
+import type { LaunchAlreadyReserved, RestartRefused, Launch, Lineage } from "./restart-policy.ts"
 
 export type LaunchKind = Launch["kind"]
 

@@ -3,15 +3,22 @@
  * stored run and its lineage only. It states the facts (workflow and revision, run, exact input,
  * bounded result or error, terminal state and reason kind, restart count, earlier outcomes of
  * the chain) and asks the model to decide with the conversation it already has. Nothing here
- * reads, copies, hashes or stores a user message. Pure.
+ * reads, copies, hashes or stores a user message. `terminalDecision` is pure.
+ *
+ * Below it, the messages that carry the decision: the fallback composer and the Coordinator
+ * decorator for presentations (`layerComposer`, `layerCoordinator`).
  */
 import { createHash } from "node:crypto"
-import { Option } from "effect"
+import { Effect, Layer, Option } from "effect"
+import { Coordinator, type CoordinatorService, FallbackComposer } from "../delivery/coordinator.ts"
+import { fallbackMessage } from "../delivery/fallback.ts"
 import { redactText } from "../domain/redact.ts"
 import { clipCodePoints, codePointLength, fitsCodePoints } from "../domain/text.ts"
-import type { RunRecord } from "../store/run-store.ts"
-import { decideRestart } from "./restart-policy.ts"
-import { type Lineage, RESTART_LIMIT, restartCount } from "./lineage.ts"
+import { PRESENTATION_TYPE } from "../domain/message-types.ts"
+import type { CustomMessage } from "../session/pi-session.ts"
+import { type RunRecord, RunStore } from "../store/run-store.ts"
+import { LaunchStore } from "./launch-store.ts"
+import { decideRestart, type Lineage, RESTART_LIMIT, restartCount } from "./restart-policy.ts"
 import { type ReasonKind, reasonKind, terminalState } from "./terminal-outcome.ts"
 
 /**
@@ -57,7 +64,6 @@ const REASON_TEXT: Record<ReasonKind, string> = {
   controllerInterrupted: "the workflow controller stopped the run"
 }
 
-/** What the model should lean towards for this ending (never a command). */
 /**
  * The input block: the exact input (pretty JSON when that fits the bound, else compact), or,
  * when even the compact JSON text is longer, its size and digest. Credentials are redacted in
@@ -76,6 +82,7 @@ const inputLines = (input: unknown): ReadonlyArray<string> => {
   return ["Input (exact):", redactText(fitsCodePoints(pretty, MAX_INPUT_CHARS) ? pretty : compact)]
 }
 
+/** What the model should lean towards for this ending (never a command). */
 const defaultAdvice = (kind: ReasonKind, restartable: boolean, runId: string): string => {
   const restart = `{"action": "restart", "runId": "${runId}"}`
   switch (kind) {
@@ -171,3 +178,74 @@ export const terminalDecision = (run: RunRecord, lineage: Lineage | null): Termi
     restartable
   }
 }
+
+// The terminal decision inside the messages that end a run's story: the presentation of a
+// completed run (natural delivery) and the fallback for a run that ended otherwise. Both get
+// the same decision block and the same small card fields in `details`
+// (`workflowName, observedState, runId, reasonKind, restartCount, restartLimit`). The block is
+// built from the stored run and its launch data, which never change once the run has ended, so
+// a retried delivery composes the very same message. Reading them can fail; then the message
+// goes out without the block rather than not at all.
+
+/** The decision for a run that has ended, or none (still active, unknown, or unreadable). */
+export const decisionFor = (runId: string) =>
+  Effect.gen(function* () {
+    const run = yield* (yield* RunStore).get(runId)
+    if (Option.isNone(run)) return Option.none<TerminalDecision>()
+    const launch = yield* (yield* LaunchStore).get(runId)
+    const lineage = Option.match(launch, { onNone: () => null, onSome: (found) => found.launch.lineage })
+    return Option.fromNullable(terminalDecision(run.value, lineage))
+  }).pipe(
+    Effect.catchAll((error) =>
+      Effect.as(
+        Effect.logWarning(`terminal decision for run ${runId} unavailable: ${error.message}`),
+        Option.none<TerminalDecision>()
+      )
+    )
+  )
+
+/** The message with the decision block appended and the card fields in its details. */
+export const withDecision = (message: CustomMessage, decision: TerminalDecision): CustomMessage => ({
+  ...message,
+  content: `${message.content}\n\n---\n${decision.text}`,
+  details: { ...message.details, ...decision.card }
+})
+
+/** Fallbacks of ended runs carry the decision; other fallbacks stay the factual notice. */
+export const layerComposer: Layer.Layer<FallbackComposer, never, RunStore | LaunchStore> = Layer.effect(
+  FallbackComposer,
+  Effect.gen(function* () {
+    const context = yield* Effect.context<RunStore | LaunchStore>()
+    return FallbackComposer.of({
+      compose: (intent) =>
+        Effect.map(decisionFor(intent.runId), (decision) =>
+          Option.match(decision, {
+            onNone: () => fallbackMessage(intent),
+            onSome: (found) => withDecision(fallbackMessage(intent), found)
+          })
+        ).pipe(Effect.provide(context))
+    })
+  })
+)
+
+/** The Coordinator the engine uses: presentations of ended runs carry the decision. */
+export const layerCoordinator: Layer.Layer<Coordinator, never, Coordinator | RunStore | LaunchStore> =
+  Layer.effect(
+    Coordinator,
+    Effect.gen(function* () {
+      const inner = yield* Coordinator
+      const context = yield* Effect.context<RunStore | LaunchStore>()
+      const deliverNatural: CoordinatorService["deliverNatural"] = (natural) =>
+        natural.kind !== "presentation" || natural.message.customType !== PRESENTATION_TYPE
+          ? inner.deliverNatural(natural)
+          : Effect.flatMap(Effect.provide(decisionFor(natural.runId), context), (decision) =>
+              inner.deliverNatural(
+                Option.match(decision, {
+                  onNone: () => natural,
+                  onSome: (found) => ({ ...natural, message: withDecision(natural.message, found) })
+                })
+              )
+            )
+      return Coordinator.of({ ...inner, deliverNatural })
+    })
+  )

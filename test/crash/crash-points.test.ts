@@ -6,7 +6,13 @@ import { spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
-import { CRASH_AT_ENV, CrashPoints, fromEnv, noop, reach } from "../../src/delivery/crash-points.ts"
+import {
+  CrashPoints,
+  crashPointsFromEnv as fromEnv,
+  noopCrashPoints as noop,
+  reachCrashPoint as reach
+} from "../../src/delivery/coordinator.ts"
+import { CRASH_AT_ENV } from "../../src/delivery/unanswered-successor.ts"
 import { NODE_TS_ARGS } from "../support/node-child.ts"
 
 const PROBE = fileURLToPath(new URL("./crash-probe.ts", import.meta.url))

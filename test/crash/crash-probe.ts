@@ -3,7 +3,11 @@
  * env-built service and prints each point it survived.
  */
 import { Effect } from "effect"
-import { CRASH_POINTS, layerFromEnv, reach } from "../../src/delivery/crash-points.ts"
+import {
+  CRASH_POINTS,
+  layerCrashPointsFromEnv as layerFromEnv,
+  reachCrashPoint as reach
+} from "../../src/delivery/coordinator.ts"
 
 const program = Effect.forEach(CRASH_POINTS, (point) =>
   Effect.zipRight(

@@ -9,7 +9,7 @@
  * `sendMessage` returns, so a crash right after the resolution was stored loses the message.
  */
 import { describe, expect, it } from "vitest"
-import type { CrashPoint } from "../../src/delivery/crash-points.ts"
+import type { CrashPoint } from "../../src/delivery/coordinator.ts"
 import { runTrial, type Trial, type TrialOutcome } from "./pi-crash.ts"
 
 const TRIAGE = `export default {

@@ -8,8 +8,12 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import BetterSqlite from "better-sqlite3"
 import { Schema } from "effect"
-import type { AFTER_SUCCESSOR_REQUEST, BEFORE_SUCCESSOR_REQUEST } from "../../src/delivery/crash-env.ts"
-import { CRASH_AT_ENV, type CrashPoint } from "../../src/delivery/crash-points.ts"
+import {
+  type AFTER_SUCCESSOR_REQUEST,
+  type BEFORE_SUCCESSOR_REQUEST,
+  CRASH_AT_ENV
+} from "../../src/delivery/unanswered-successor.ts"
+import type { CrashPoint } from "../../src/delivery/coordinator.ts"
 import { contentText, type MockOpenAI, type ScriptStep, startMockOpenAI } from "../e2e/harness/mock-openai.ts"
 import { type PiRpc, startPi } from "../e2e/harness/pi-rpc.ts"
 import { createPiSandbox, type PiSandbox } from "../e2e/harness/pi-sandbox.ts"

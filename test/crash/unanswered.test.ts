@@ -7,7 +7,7 @@
  * (`afterSuccessorRequest`), the model had the request, so the restart asks nothing again.
  */
 import { describe, expect, it } from "vitest"
-import { AFTER_SUCCESSOR_REQUEST, BEFORE_SUCCESSOR_REQUEST } from "../../src/delivery/crash-env.ts"
+import { AFTER_SUCCESSOR_REQUEST, BEFORE_SUCCESSOR_REQUEST } from "../../src/delivery/unanswered-successor.ts"
 import { runTrial, type Trial } from "./pi-crash.ts"
 
 const TRIAGE = `export default {

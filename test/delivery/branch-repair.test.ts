@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { resolutionMessageId } from "../../src/domain/identity.ts"
-import { findResolvingMessage, isSameMessage, withTurnIntent } from "../../src/delivery/branch-repair.ts"
+import { findResolvingMessage, isSameMessage, withTurnIntent } from "../../src/delivery/protocol.ts"
 import type { BranchMessage } from "../../src/session/pi-session.ts"
 
 const entry = (

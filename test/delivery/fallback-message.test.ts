@@ -6,7 +6,7 @@ import {
   DEFERRED_TURN_MESSAGE_SCHEMA,
   FALLBACK_DELIVERY,
   fallbackMessage
-} from "../../src/delivery/fallback-message.ts"
+} from "../../src/delivery/fallback.ts"
 
 const intent = (facts: Partial<FallbackFacts> = {}, cause: TurnIntent["cause"] = "failed"): TurnIntent => ({
   intentId: "deferred-turn:abc",

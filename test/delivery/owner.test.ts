@@ -1,12 +1,12 @@
 /**
- * Claim tokens name their owner process (src/delivery/owner.ts): a claim whose owner died on this
+ * Claim tokens name their owner process (src/delivery/coordinator-live.ts): a claim whose owner died on this
  * machine is freed at once, so a restarted Pi delivers without waiting out the lease. The dead
  * owner here is a real child process that has exited.
  */
 import { spawnSync } from "node:child_process"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { bootId, isDeadOwner, ownerOf, ownerToken } from "../../src/delivery/owner.ts"
+import { bootId, isDeadOwner, ownerOf, ownerToken } from "../../src/delivery/coordinator-live.ts"
 import { makeHarness, run, terminal } from "../conformance/harness.ts"
 
 const deadPid = (): number => {

@@ -7,9 +7,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, Fiber, Layer, Ref, Scope, TestClock } from "effect"
 import { Coordinator } from "../../src/delivery/coordinator.ts"
-import { layerCore } from "../../src/delivery/core-layer.ts"
+import { layerCore } from "../../src/delivery/coordinator-live.ts"
+import { DEFAULT_LEASE_MS } from "../../src/domain/timing-policy.ts"
 import {
-  DEFAULT_LEASE_MS,
   leaseCoversWriteDelay,
   modelConstants,
   RELEASE_OTHERS_BEFORE_SEND,

@@ -7,11 +7,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, TestClock } from "effect"
-import {
-  DEFAULT_LEASE_MS,
-  NATURAL_OUTSIDE_SETTLE_HANDLER,
-  WRITE_DELAY_BOUND_MS
-} from "../../src/delivery/protocol.ts"
+import { DEFAULT_LEASE_MS } from "../../src/domain/timing-policy.ts"
+import { NATURAL_OUTSIDE_SETTLE_HANDLER, WRITE_DELAY_BOUND_MS } from "../../src/delivery/protocol.ts"
 import { makeHarness, presentation, terminal } from "../conformance/harness.ts"
 
 /** A store call of the settle handler, after its fallback pass, that answers only after `ms`. */

@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Layer, TestClock } from "effect"
-import { layerCore } from "../../src/delivery/core-layer.ts"
-import { DEFAULT_TIMING_POLICY, TimingPolicy } from "../../src/delivery/timing-policy.ts"
+import { layerCore } from "../../src/delivery/coordinator-live.ts"
+import { DEFAULT_TIMING_POLICY, TimingPolicy } from "../../src/domain/timing-policy.ts"
 import { PiSessionFake } from "../../src/session/pi-session-fake.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { layerFake, layerTempStore } from "../../src/testing.ts"

@@ -7,7 +7,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, type Duration, Effect, Fiber, Layer, Logger, LogLevel, Option, Schedule } from "effect"
 import { runTool } from "../../src/app/tool-actions.ts"
-import { DEFAULT_TIMING_POLICY, TimingPolicy } from "../../src/delivery/timing-policy.ts"
+import { DEFAULT_TIMING_POLICY, TimingPolicy } from "../../src/domain/timing-policy.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import { RunStoreFaults } from "../../src/testing/store-faults.ts"

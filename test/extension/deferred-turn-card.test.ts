@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { fallbackDetails } from "../../src/delivery/fallback-message.ts"
+import { fallbackDetails } from "../../src/delivery/fallback.ts"
 import { cardLines } from "../../src/extension/message-cards.ts"
 import { sanitizeBlock, sanitizeLine } from "../../src/extension/outbound.ts"
 

@@ -6,8 +6,8 @@
  */
 import { Layer } from "effect"
 import * as SyncOnEligible from "../../src/app/sync-on-eligible.ts"
-import { type CoreOptions, layerCore } from "../../src/delivery/core-layer.ts"
-import * as CrashPoints from "../../src/delivery/crash-points.ts"
+import { type CoreOptions, layerCore } from "../../src/delivery/coordinator-live.ts"
+import { layerNoCrashPoints } from "../../src/delivery/coordinator.ts"
 import type { EngineConfig } from "../../src/engine/engine.ts"
 import * as EngineLive from "../../src/engine/engine-live.ts"
 import { layerFromDefinitions } from "../../src/engine/registry.ts"
@@ -15,7 +15,7 @@ import * as FinalOnEnd from "../../src/notifications/final-on-end.ts"
 import * as NotificationsLive from "../../src/notifications/notifications.ts"
 import * as NotifierLive from "../../src/notifications/notifier.ts"
 import { layerStores, layerStoresPg } from "../../src/app/layers.ts"
-import * as TerminalMessages from "../../src/terminal/terminal-messages.ts"
+import * as TerminalMessages from "../../src/terminal/terminal-decision.ts"
 import * as StoreFaults from "../../src/testing/store-faults.ts"
 import { isPgLocation } from "../support/backend.ts"
 
@@ -34,7 +34,7 @@ export const layerAppUnderFaults = (config: {
         isPgLocation(config.location)
           ? layerStoresPg({ url: config.location, busyTimeoutMs: config.busyTimeoutMs })
           : layerStores({ filename: config.location, busyTimeoutMs: config.busyTimeoutMs }),
-        CrashPoints.layerNoop
+        layerNoCrashPoints
       )
     )
   )

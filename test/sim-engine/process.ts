@@ -5,7 +5,7 @@
  */
 import { type Context, type Deferred, Effect, Layer, type Scope } from "effect"
 import { layerAppWith, layerStores } from "../../src/app/layers.ts"
-import type * as CrashPoints from "../../src/delivery/crash-points.ts"
+import type { CrashPoint, CrashPointsService } from "../../src/delivery/coordinator.ts"
 import { StoreFailure } from "../../src/store/store-errors.ts"
 import {
   type CustomMessage,
@@ -56,7 +56,7 @@ export const appLayer = (options: {
   readonly token: string
   readonly gate: (operation: string) => Effect.Effect<void, StoreFailure>
   readonly session: PiSessionService
-  readonly crashPoints: CrashPoints.CrashPointsService
+  readonly crashPoints: CrashPointsService
   /** The workflows the process knows (default: the simulation's own). */
   readonly workflows?: ReadonlyArray<unknown>
 }) =>
@@ -97,7 +97,7 @@ export interface Process {
  * its deliveries reaches `point`, or the first time it calls the store operation `beforeStore`.
  */
 export interface CrashPlan {
-  readonly point?: CrashPoints.CrashPoint
+  readonly point?: CrashPoint
   readonly beforeStore?: string
   /** How many calls of `beforeStore` go through first. */
   readonly skip?: number

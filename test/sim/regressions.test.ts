@@ -5,7 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer, TestClock } from "effect"
 import { Coordinator } from "../../src/delivery/coordinator.ts"
-import { layerCore } from "../../src/delivery/core-layer.ts"
+import { layerCore } from "../../src/delivery/coordinator-live.ts"
 import { SourceEvents } from "../../src/interruption/source-events.ts"
 import { layerFake, PiSessionFake } from "../../src/session/pi-session-fake.ts"
 import { layerSqlite, StoreFaults } from "../../src/testing/store-faults.ts"

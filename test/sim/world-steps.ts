@@ -6,15 +6,11 @@
  */
 import { Effect, Exit } from "effect"
 import type { NaturalMessage } from "../../src/delivery/coordinator.ts"
-import { FALLBACK_DELIVERY } from "../../src/delivery/fallback-message.ts"
-import {
-  decide,
-  intentRequest,
-  type Provenance,
-  type RunRef,
-  type SourceEvent
-} from "../../src/domain/event-policy.ts"
-import { identify } from "../../src/interruption/intent-ids.ts"
+import { FALLBACK_DELIVERY } from "../../src/delivery/fallback.ts"
+import { decide } from "../../src/domain/event-policy.ts"
+import { intentRequest } from "../../src/domain/event-policy.ts"
+import type { Provenance, RunRef, SourceEvent } from "../../src/domain/event-policy.ts"
+import { identify } from "../../src/interruption/run-debts.ts"
 import type { PiSessionFakeControl } from "../../src/session/pi-session-fake.ts"
 import type { PiSessionService } from "../../src/session/pi-session.ts"
 import type { Fault } from "../../src/testing/store-faults.ts"

@@ -234,7 +234,7 @@ describe("a slow server", () => {
             intent.intentId
           ])
         )
-        // The abort path bounds its write the same way (abort-ordering.ts: timeoutFail).
+        // The abort path bounds its write the same way (interruptions.ts: timeoutFail).
         const bounded = yield* store
           .makeEligible({ intentId: intent.intentId })
           .pipe(Effect.timeout("300 millis"), Effect.either)

@@ -1,14 +1,9 @@
 /** The terminal turn's card: bounded collapsed summary, full expanded content, safe on bad input. */
 import type { ExtensionAPI } from "@earendil-works/pi-coding-agent"
 import { describe, expect, it } from "vitest"
-import {
-  cardLines,
-  CARD_TYPES,
-  RENDERERS,
-  registerDeferredTurnRenderer
-} from "../../src/extension/message-cards.ts"
-import { withDecision } from "../../src/terminal/terminal-messages.ts"
-import { terminalDecision } from "../../src/terminal/terminal-decision.ts"
+import { cardLines } from "../../src/extension/message-cards.ts"
+import { CARD_TYPES, RENDERERS, registerDeferredTurnRenderer } from "../../src/extension/message-cards.ts"
+import { withDecision, terminalDecision } from "../../src/terminal/terminal-decision.ts"
 import { terminalFingerprint } from "../../src/terminal/terminal-outcome.ts"
 import { completed, ending, run } from "./fixtures.ts"
 

@@ -39,7 +39,7 @@ import {
   withLockBudget
 } from "../database.ts"
 import { CONTROLLER_SCHEMA } from "../schema.ts"
-import { DEFAULT_LOCK_BUDGET_MS } from "../../delivery/timing-policy.ts"
+import { DEFAULT_LOCK_BUDGET_MS } from "../../domain/timing-policy.ts"
 import { compareVersions, newerSchema, recordedVersions, runMigrator } from "../schema-versions.ts"
 import { isConnectionFailure, isSerializationFailure, isUnsent } from "./pg-failures.ts"
 import { sessionTimeouts, sessionUrl } from "./pg-timeouts.ts"

@@ -1,6 +1,6 @@
 /**
  * The server- and client-side bounds every PostgreSQL session of the stores starts with, from
- * `TimingPolicy` (`src/delivery/timing-policy.ts`) and the connection's lock budget:
+ * `TimingPolicy` (`src/domain/timing-policy.ts`) and the connection's lock budget:
  *
  * - `lock_timeout` = the lock budget: a lock wait fails as a lock failure (SQLSTATE 55P03);
  * - `statement_timeout`: a statement the server runs longer is cancelled (57014);
@@ -13,7 +13,7 @@
  * `query_timeout` as a parameter `pg` reads from the URL for each client of the pool.
  */
 import { Duration, Effect } from "effect"
-import { pgClientMargin, pgDefaultTimeout, TimingPolicy, toMillis } from "../../delivery/timing-policy.ts"
+import { pgClientMargin, pgDefaultTimeout, TimingPolicy, toMillis } from "../../domain/timing-policy.ts"
 import { StoreFailure } from "../store-errors.ts"
 
 export interface SessionTimeouts {

@@ -3,7 +3,7 @@
  * custom messages, turn-intent lives, run rows and tool results, read from Pi's records and the
  * controller database.
  */
-import { DEFAULT_LEASE_MS } from "../../../src/delivery/protocol.ts"
+import { DEFAULT_LEASE_MS } from "../../../src/domain/timing-policy.ts"
 import { contentText, type Reply } from "../harness/mock-openai.ts"
 import type { RpcRecord } from "../harness/rpc-records.ts"
 import type { Row } from "../harness/sqlite-peek.ts"

@@ -8,7 +8,6 @@
  * bound, or the coordinator refuses to start.
  */
 import { Context, Duration, Schedule } from "effect"
-import { DEFAULT_LEASE_MS } from "./protocol.ts"
 
 export interface TimingPolicyService {
   /**
@@ -49,6 +48,12 @@ export interface TimingPolicyService {
    */
   readonly pgIdleInTransactionTimeout: Duration.Duration | null
 }
+
+/**
+ * How long a delivery claim lives without renewal (the coordinator's default `leaseMs`); it must
+ * exceed the write-delay bound of docs/protocol.md (`delivery/protocol.ts`).
+ */
+export const DEFAULT_LEASE_MS = 30_000
 
 /** The stores' default lock budget (`busyTimeoutMs`): how long a statement waits for a lock. */
 export const DEFAULT_LOCK_BUDGET_MS = 5_000
