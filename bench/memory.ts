@@ -1,6 +1,6 @@
 /**
- * Memory while the layer processes 10⁴ intents (ensure → list → claimForRun → resolve, plus a
- * sync pass for the session), sampled after a forced GC every 10³ intents. Statements are cached
+ * Memory while the layer processes 3·10⁴ intents (ensure → list → claimEligibleForSession →
+ * claimForRun → resolve), sampled after a forced GC every 2,500 intents. Statements are cached
  * by SQL text and the text set is fixed, so the heap must level off after warm-up. Runs in a
  * child process so that the other sections' garbage and page caches do not blur the numbers.
  */
@@ -11,12 +11,11 @@ import { promisify } from "node:util"
 import { setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
 import { Effect } from "effect"
-import { LEASE_MS, openLayerStore, workload } from "./fixtures.ts"
-import { type BenchSection, type Check, mark } from "./section.ts"
-import { table } from "./stats.ts"
+import type { TurnIntentStoreService } from "../src/store/turn-intent-store.ts"
+import { type BenchSection, type Check, checkList, table } from "./section.ts"
+import { LEASE_MS, openLayerStore, workload } from "./sql.ts"
 
 const CHILD_FLAG = "--memory-child"
-const run = promisify(execFile)
 const BATCH = 2_500
 const WARMUP = 1_000
 const MiB = 1024 * 1024
@@ -24,15 +23,6 @@ const MiB = 1024 * 1024
 const HEAP_BOUND = 1 * MiB
 /** After 10⁴ intents the heap must be flat: the run continues to 3·10⁴ to show it. */
 const FLAT_BOUND = 256 * 1024
-const GOAL_AT = 10_000
-
-const collector = (): (() => void) => {
-  if (typeof globalThis.gc === "function") return globalThis.gc
-  setFlagsFromString("--expose-gc")
-  const gc: unknown = runInNewContext("gc")
-  if (typeof gc !== "function") throw new Error("cannot force a GC: start node with --expose-gc")
-  return () => gc()
-}
 
 interface Sample {
   readonly processed: number
@@ -41,8 +31,11 @@ interface Sample {
   readonly external: number
 }
 
-const measure = async (tempRoot: string, total: number): Promise<ReadonlyArray<Sample>> => {
-  const gc = collector()
+/** In the child: ensure → list → claimEligibleForSession → claimForRun → resolve per intent. */
+const measureMemory = async (tempRoot: string, total: number): Promise<ReadonlyArray<Sample>> => {
+  if (typeof globalThis.gc !== "function") setFlagsFromString("--expose-gc")
+  const gc: unknown = typeof globalThis.gc === "function" ? globalThis.gc : runInNewContext("gc")
+  if (typeof gc !== "function") throw new Error("cannot force a GC: start node with --expose-gc")
   const samples: Array<Sample> = []
   const snapshot = (processed: number) => {
     gc()
@@ -50,45 +43,36 @@ const measure = async (tempRoot: string, total: number): Promise<ReadonlyArray<S
     const m = process.memoryUsage()
     samples.push({ processed, heapUsed: m.heapUsed, rss: m.rss, external: m.external })
   }
+  const cycle = (store: TurnIntentStoreService, index: number) =>
+    Effect.gen(function* () {
+      const w = workload("memory", index)
+      const keys = { targetSessionId: w.input.targetSessionId, runId: w.input.runId }
+      const token = `memory-token-${index}`
+      yield* store.ensure(w.input)
+      yield* store.list({ ...keys, state: "pending", limit: 10 })
+      yield* store.claimEligibleForSession({
+        targetSessionId: keys.targetSessionId,
+        token,
+        leaseMs: LEASE_MS,
+        limit: 10
+      })
+      yield* store.claimForRun({ ...keys, token, leaseMs: LEASE_MS })
+      yield* store.resolve({
+        intentId: w.raw.intentId,
+        token,
+        resolution: "workflowPrompt",
+        messageId: `m-${index}`
+      })
+    })
   await Effect.runPromise(
     Effect.scoped(
       Effect.gen(function* () {
         const store = yield* openLayerStore(join(tempRoot, "memory.db"))
-        const cycle = (index: number) =>
-          Effect.gen(function* () {
-            const w = workload("memory", index)
-            const token = `memory-token-${index}`
-            yield* store.ensure(w.input)
-            yield* store.list({
-              targetSessionId: w.input.targetSessionId,
-              runId: w.input.runId,
-              state: "pending",
-              limit: 10
-            })
-            yield* store.claimEligibleForSession({
-              targetSessionId: w.input.targetSessionId,
-              token,
-              leaseMs: LEASE_MS,
-              limit: 10
-            })
-            yield* store.claimForRun({
-              runId: w.input.runId,
-              targetSessionId: w.input.targetSessionId,
-              token,
-              leaseMs: LEASE_MS
-            })
-            yield* store.resolve({
-              intentId: w.raw.intentId,
-              token,
-              resolution: "workflowPrompt",
-              messageId: `m-${index}`
-            })
-          })
         let index = 0
-        for (let i = 0; i < WARMUP; i++) yield* cycle(index++)
+        for (let i = 0; i < WARMUP; i++) yield* cycle(store, index++)
         snapshot(0)
         for (let processed = BATCH; processed <= total; processed += BATCH) {
-          for (let i = 0; i < BATCH; i++) yield* cycle(index++)
+          for (let i = 0; i < BATCH; i++) yield* cycle(store, index++)
           snapshot(processed)
         }
       })
@@ -101,36 +85,25 @@ const isSample = (value: unknown): value is Sample =>
   typeof value === "object" &&
   value !== null &&
   ["processed", "heapUsed", "rss", "external"].every(
-    (key) => typeof (value as Record<string, unknown>)[key] === "number"
+    (key) => key in value && typeof Reflect.get(value, key) === "number"
   )
-
-const inChild = async (tempRoot: string, total: number): Promise<ReadonlyArray<Sample>> => {
-  const { stdout } = await run(process.execPath, [
-    "--experimental-transform-types",
-    "--disable-warning=ExperimentalWarning",
-    "--expose-gc",
-    fileURLToPath(import.meta.url),
-    CHILD_FLAG,
-    tempRoot,
-    String(total)
-  ])
-  const parsed: unknown = JSON.parse(stdout)
-  if (!Array.isArray(parsed) || !parsed.every(isSample)) throw new Error(`memory child printed ${stdout}`)
-  return parsed
-}
 
 export const memorySection: BenchSection = {
   id: "memory",
   title: "Memory: 10⁴ processed intents and beyond",
   run: async (context) => {
     const total = context.quick ? 5_000 : 30_000
-    const goalAt = context.quick ? BATCH : GOAL_AT
-    const samples = await inChild(context.tempRoot, total)
-    const at = (processed: number) => samples.find((sample) => sample.processed === processed)
-    const heapDelta = (from: Sample | undefined, to: Sample | undefined) =>
-      from !== undefined && to !== undefined ? to.heapUsed - from.heapUsed : Number.NaN
-    const growth = heapDelta(at(0), at(goalAt))
-    const later = heapDelta(at(goalAt), at(total))
+    const goalAt = context.quick ? BATCH : 10_000
+    // A fresh process, so that the other sections' garbage and page caches do not blur the numbers.
+    const flags = ["--experimental-transform-types", "--disable-warning=ExperimentalWarning", "--expose-gc"]
+    const args = [...flags, fileURLToPath(import.meta.url), CHILD_FLAG, context.tempRoot, String(total)]
+    const { stdout } = await promisify(execFile)(process.execPath, args)
+    const samples: unknown = JSON.parse(stdout)
+    if (!Array.isArray(samples) || !samples.every(isSample)) throw new Error(`memory child printed ${stdout}`)
+    const heapAt = (processed: number) =>
+      samples.find((s) => s.processed === processed)?.heapUsed ?? Number.NaN
+    const growth = heapAt(goalAt) - heapAt(0)
+    const later = heapAt(total) - heapAt(goalAt)
     const kib = (bytes: number) => `${(bytes / 1024).toFixed(0)} KiB`
     const goals: ReadonlyArray<Check> = [
       {
@@ -157,13 +130,13 @@ export const memorySection: BenchSection = {
         samples.map((s) => [s.processed.toLocaleString("en"), mib(s.heapUsed), mib(s.external), mib(s.rss)])
       ),
       "",
-      goals.map((g) => `- ${mark(g.ok)} ${g.name}: ${g.detail}`).join("\n")
+      checkList(goals)
     ].join("\n")
     return { markdown, checks: [], goals }
   }
 }
 
 if (process.argv[2] === CHILD_FLAG) {
-  const samples = await measure(process.argv[3] ?? ".", Number(process.argv[4] ?? 10_000))
+  const samples = await measureMemory(process.argv[3] ?? ".", Number(process.argv[4] ?? 10_000))
   process.stdout.write(JSON.stringify(samples))
 }

@@ -1,58 +1,143 @@
 /**
- * Claim cost vs. resolved history. For 10², 10⁴ and 10⁵ resolved intents (spread over the very
- * sessions and runs being claimed) plus 10³ pending eligible intents of other sessions, time the
- * sync pass with nothing to claim, a fallback claim and a natural claim, raw and through the layer.
+ * Claim cost vs. resolved history: the claims with 10² … 10⁵ resolved intents (spread over the
+ * very sessions and runs being claimed) plus 10³ pending intents of other sessions, raw floor vs.
+ * layer, on SQLite and on PostgreSQL (a throwaway cluster, test/support/pg-cluster.ts: unix socket,
+ * fsync off; skipped with one line without initdb), and the SQLite query plans of the claims.
  * Re-claims by the same claimant are idempotent, so a fixed target set serves every round.
- * Also prints EXPLAIN QUERY PLAN for the claim statements and checks they use the partial indexes.
  */
 import { join } from "node:path"
 import type Sqlite from "better-sqlite3"
-import { Effect } from "effect"
-import { LEASE_MS, nowUs, openLayerStore } from "./fixtures.ts"
-import { type BenchSection, type Check, mark } from "./section.ts"
-import { openRaw, RawStore, SQL } from "./sql.ts"
-import { combineRounds, ratio, type Summary, summarize, table, us } from "./stats.ts"
-import { timeSync } from "./timing.ts"
+import { Context, Effect, Layer } from "effect"
+import pg from "pg"
+import { layerTurnIntentStorePg } from "../src/store/pg/stores-pg.ts"
+import { TurnIntentStore, type TurnIntentStoreService } from "../src/store/turn-intent-store.ts"
+import { type Cluster, databaseUrl, startCluster, stopCluster } from "../test/support/pg-cluster.ts"
 import {
-  checkCount,
-  GROWTH_LIMIT,
+  type BenchSection,
+  type Check,
+  checkList,
+  mark,
+  combineRounds,
+  ratio,
+  type Summary,
+  summarize,
+  table,
+  us
+} from "./section.ts"
+import {
   historyInsert,
   historyRows,
-  layerCall,
+  LEASE_MS,
+  nowUs,
   OTHER_PENDING,
-  SCALE_OPS,
-  type ScaleOp,
+  openLayerStore,
+  openRaw,
+  RawPg,
+  RawStore,
+  SQL,
   TARGETS,
   target,
   token
-} from "./scaling-workload.ts"
+} from "./sql.ts"
 
+/** The most a claim may slow down from the smallest history to the largest. */
+const GROWTH_LIMIT = 1.5
+
+type ScaleOp = "syncPass" | "claimEligibleForSession" | "claimForRun"
+const SCALE_OPS: ReadonlyArray<ScaleOp> = ["syncPass", "claimEligibleForSession", "claimForRun"]
 const LABEL: Record<ScaleOp, string> = {
   syncPass: "sync pass, nothing eligible (`claimEligibleForSession` → [])",
   claimEligibleForSession: "`claimEligibleForSession` (1 eligible)",
   claimForRun: "`claimForRun` (1 pending)"
 }
-const populate = (db: Sqlite.Database, resolvedHistory: number) => {
-  const insert = db.prepare(historyInsert(() => "?"))
-  db.transaction(() => {
-    for (const row of historyRows(resolvedHistory)) insert.run(...row)
-  }).immediate()
-  db.pragma("wal_checkpoint(TRUNCATE)")
+/** Rows each call must touch, so a broken setup cannot time no-ops. */
+const EXPECTED: Record<ScaleOp, number> = { syncPass: 0, claimEligibleForSession: 1, claimForRun: 1 }
+
+const layerCall = (store: TurnIntentStoreService, op: ScaleOp, k: number) =>
+  op === "claimForRun"
+    ? Effect.map(
+        store.claimForRun({
+          runId: target.claim(k).run,
+          targetSessionId: target.claim(k).session,
+          token: token(k),
+          leaseMs: LEASE_MS
+        }),
+        (claimed) => (claimed._tag === "Some" ? 1 : 0)
+      )
+    : Effect.map(
+        store.claimEligibleForSession({
+          targetSessionId: (op === "syncPass" ? target.idle : target.eligible)(k).session,
+          token: token(k),
+          leaseMs: LEASE_MS,
+          limit: 10
+        }),
+        (rows) => rows.length
+      )
+
+const sqliteCall = (store: RawStore, op: ScaleOp, k: number): number =>
+  op === "claimForRun"
+    ? store.claimForRun(target.claim(k).run, target.claim(k).session, token(k), LEASE_MS).length
+    : store.claimEligibleForSession(
+        (op === "syncPass" ? target.idle : target.eligible)(k).session,
+        token(k),
+        LEASE_MS
+      ).length
+
+const pgCall = (raw: RawPg, op: ScaleOp, k: number) =>
+  op === "claimForRun"
+    ? raw.claimForRun(target.claim(k).run, target.claim(k).session, token(k))
+    : raw.claimEligibleForSession((op === "syncPass" ? target.idle : target.eligible)(k).session, token(k))
+
+type Side = "raw" | "layer"
+type Measured = Record<ScaleOp, Record<Side, Summary>>
+interface Plan {
+  readonly ops: number
+  readonly warmup: number
 }
 
-const rawCall = (store: RawStore, op: ScaleOp, k: number): number => {
-  switch (op) {
-    case "syncPass":
-      return store.claimEligibleForSession(target.idle(k).session, token(k), LEASE_MS).length
-    case "claimEligibleForSession":
-      return store.claimEligibleForSession(target.eligible(k).session, token(k), LEASE_MS).length
-    case "claimForRun":
-      return store.claimForRun(target.claim(k).run, target.claim(k).session, token(k), LEASE_MS).length
-  }
-}
+/** Both sides inside one fiber, the side going first alternating by round; median of rounds. */
+const measure = (
+  layer: TurnIntentStoreService,
+  raw: (op: ScaleOp, k: number) => Effect.Effect<number>,
+  plan: Plan
+) =>
+  Effect.gen(function* () {
+    const rounds: Record<ScaleOp, Record<Side, Array<Summary>>> = {
+      syncPass: { raw: [], layer: [] },
+      claimEligibleForSession: { raw: [], layer: [] },
+      claimForRun: { raw: [], layer: [] }
+    }
+    const time = (side: Side, op: ScaleOp) =>
+      Effect.gen(function* () {
+        const call = (k: number) => (side === "raw" ? raw(op, k) : layerCall(layer, op, k))
+        const check = (count: number) => {
+          if (count !== EXPECTED[op])
+            throw new Error(`scaling ${op}: expected ${EXPECTED[op]} rows, got ${count}`)
+        }
+        for (let i = 0; i < plan.warmup; i++) check(yield* call(i % TARGETS))
+        const out = new Float64Array(plan.ops)
+        for (let i = 0; i < plan.ops; i++) {
+          const start = nowUs()
+          const count = yield* call(i % TARGETS)
+          out[i] = nowUs() - start
+          check(count)
+        }
+        rounds[op][side].push(summarize(out))
+      })
+    for (let round = 0; round < 3; round++) {
+      for (const op of SCALE_OPS) {
+        yield* time(round % 2 === 0 ? "raw" : "layer", op)
+        yield* time(round % 2 === 0 ? "layer" : "raw", op)
+      }
+    }
+    const combined: Partial<Measured> = {}
+    for (const op of SCALE_OPS)
+      combined[op] = { raw: combineRounds(rounds[op].raw), layer: combineRounds(rounds[op].layer) }
+    return combined as Measured
+  })
 
 /** Query plan as an indented tree of `detail` lines. */
-export const queryPlan = (
+const queryPlan = (
   db: Sqlite.Database,
   sql: string,
   params: ReadonlyArray<unknown>
@@ -85,70 +170,111 @@ const planCheck = (name: string, plan: ReadonlyArray<string>, index: string): Ch
   }
 }
 
-type Side = "raw" | "layer"
-type Measured = Record<ScaleOp, Record<Side, Summary>>
-
-const measure = async (filename: string, ops: number, warmup: number, rounds: number): Promise<Measured> => {
-  const raw = new RawStore(openRaw(filename))
-  const samples: Record<ScaleOp, Record<Side, Array<Summary>>> = {
-    syncPass: { raw: [], layer: [] },
-    claimEligibleForSession: { raw: [], layer: [] },
-    claimForRun: { raw: [], layer: [] }
+/** The claims' plans on a populated database, each checked for its partial index. */
+const plansOf = (db: Sqlite.Database) => {
+  const now = Date.now()
+  const pending = "workflow_turn_intents_pending_by_run"
+  const eligible = "workflow_turn_intents_eligible_by_session"
+  const plans: ReadonlyArray<readonly [string, ReadonlyArray<string>, string]> = [
+    [
+      "claimForRun",
+      queryPlan(db, SQL.claimForRun, ["t", now + 1, "claim-run-0", "claim-session-0", now, "t"]),
+      pending
+    ],
+    [
+      "claimEligibleForSession",
+      queryPlan(db, SQL.claimEligibleForSession, ["t", now + 1, "idle-session-0", now, "t"]),
+      eligible
+    ],
+    ["list pending for run + session", queryPlan(db, SQL.list, ["claim-session-0", "claim-run-0"]), pending],
+    ["sync-pass probe", queryPlan(db, SQL.probeEligible, ["idle-session-0", now, "t"]), eligible]
+  ]
+  return {
+    markdown: plans.flatMap(([name, plan]) => [`${name}:`, "", "```", ...plan, "```", ""]),
+    checks: plans.map(([name, plan, index]) => planCheck(name, plan, index))
   }
-  try {
-    await Effect.runPromise(
-      Effect.scoped(
-        Effect.gen(function* () {
-          const layer = yield* openLayerStore(filename)
-          const time = (side: Side, op: ScaleOp) =>
-            Effect.gen(function* () {
-              const call = (k: number) =>
-                side === "raw" ? Effect.sync(() => rawCall(raw, op, k)) : layerCall(layer, op, k)
-              for (let i = 0; i < warmup; i++) checkCount(op, yield* call(i % TARGETS))
-              const out = new Float64Array(ops)
-              for (let i = 0; i < ops; i++) {
-                const start = nowUs()
-                const count = yield* call(i % TARGETS)
-                out[i] = nowUs() - start
-                checkCount(op, count)
-              }
-              samples[op][side].push(summarize(out))
-            })
-          const sides: ReadonlyArray<Side> = ["raw", "layer"]
-          for (let round = 0; round < rounds; round++) {
-            for (const op of SCALE_OPS) {
-              for (let i = 0; i < sides.length; i++)
-                yield* time(sides[(i + round) % sides.length] as Side, op)
-            }
-          }
-        })
-      )
-    )
-  } finally {
-    raw.close()
-  }
-  return Object.fromEntries(
-    SCALE_OPS.map((op) => [
-      op,
-      {
-        raw: combineRounds(samples[op].raw),
-        layer: combineRounds(samples[op].layer)
-      }
-    ])
-  ) as Measured
 }
 
-/** The sync pass as it was before the probe: the claim UPDATE alone, which matches nothing here. */
-const updateOnlySyncPass = (filename: string, ops: number, warmup: number): Summary => {
-  const store = new RawStore(openRaw(filename))
+type Backend = "SQLite" | "PostgreSQL"
+type Scaled = Array<{ readonly backend: Backend; readonly size: number; readonly measured: Measured }>
+
+const sqliteScaling = async (tempRoot: string, sizes: ReadonlyArray<number>, plan: Plan, scaled: Scaled) => {
+  let plans: ReturnType<typeof plansOf> = { markdown: [], checks: [] }
+  for (const size of sizes) {
+    const filename = join(tempRoot, `scaling-${size}.db`)
+    const raw = new RawStore(openRaw(filename))
+    try {
+      const insert = raw.db.prepare(historyInsert(() => "?"))
+      raw.db
+        .transaction(() => {
+          for (const row of historyRows(size)) insert.run(...row)
+        })
+        .immediate()
+      raw.db.pragma("wal_checkpoint(TRUNCATE)")
+      if (size === sizes.at(-1)) plans = plansOf(raw.db)
+      const measured = await Effect.runPromise(
+        Effect.scoped(
+          Effect.flatMap(openLayerStore(filename), (layer) =>
+            measure(layer, (op, k) => Effect.sync(() => sqliteCall(raw, op, k)), plan)
+          )
+        )
+      )
+      scaled.push({ backend: "SQLite", size, measured })
+    } finally {
+      raw.close()
+    }
+  }
+  return plans
+}
+
+const connect = async (url: string) => {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  return client
+}
+
+/** One schema per size in a database of a throwaway cluster; the history in 1,000-row INSERTs. */
+const pgScaling = async (cluster: Cluster, sizes: ReadonlyArray<number>, plan: Plan, scaled: Scaled) => {
   try {
-    return timeSync({ ops, warmup, rounds: 3 }, (i) => {
-      const k = i % TARGETS
-      const found = store.claimEligibleWithoutProbe(target.idle(k).session, token(k), LEASE_MS)
-      if (found.length !== 0) throw new Error("sync pass: idle target has something eligible")
-    })
+    const admin = await connect(cluster.adminUrl)
+    await admin.query("CREATE DATABASE bench")
+    const version = String((await admin.query("SHOW server_version")).rows[0]?.server_version ?? "?")
+    await admin.end()
+    for (const size of sizes) {
+      const url = new URL(databaseUrl(cluster.adminUrl, "bench"))
+      url.searchParams.set("options", `-c search_path=scaling_${size}`)
+      const client = await connect(url.toString())
+      await client.query(`CREATE SCHEMA scaling_${size}`)
+      const store = Layer.build(layerTurnIntentStorePg({ url: url.toString() }))
+      const withStore = <A>(use: (layer: TurnIntentStoreService) => Effect.Effect<A, unknown>) =>
+        Effect.runPromise(
+          Effect.scoped(Effect.flatMap(store, (context) => use(Context.get(context, TurnIntentStore))))
+        )
+      try {
+        await withStore(() => Effect.void) // the layer's migration creates the tables
+        const rows = [...historyRows(size)]
+        await client.query("BEGIN")
+        for (let start = 0; start < rows.length; start += 1_000) {
+          const batch = rows.slice(start, start + 1_000)
+          await client.query(
+            historyInsert((p) => `$${p + 1}`, batch.length),
+            batch.flat()
+          )
+        }
+        await client.query("COMMIT")
+        await client.query("ANALYZE workflow_turn_intents")
+        const raw = new RawPg(client)
+        const measured = await withStore((layer) =>
+          measure(layer, (op, k) => Effect.promise(() => pgCall(raw, op, k)), plan)
+        )
+        scaled.push({ backend: "PostgreSQL", size, measured })
+      } finally {
+        await client.end()
+      }
+    }
+    return version
   } finally {
-    store.close()
+    stopCluster(cluster)
   }
 }
 
@@ -161,124 +287,83 @@ const power = (n: number) => {
 
 export const scalingSection: BenchSection = {
   id: "scaling",
-  title: "Scaling with resolved history",
+  title: "Claim cost with resolved history: SQLite and PostgreSQL",
   run: async (context) => {
-    const sizes = context.quick ? [100, 10_000] : [100, 10_000, 100_000]
-    const ops = context.quick ? 300 : 2_000
-    const warmup = context.quick ? 50 : 300
-    const results: Array<{
-      readonly size: number
-      readonly measured: Measured
-      readonly updateOnly: Summary
-    }> = []
-    let plans: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = []
-    const checks: Array<Check> = []
-    for (const size of sizes) {
-      const filename = join(context.tempRoot, `scaling-${size}.db`)
-      const db = openRaw(filename)
-      const started = Date.now()
-      populate(db, size)
-      if (size === sizes[sizes.length - 1]) {
-        const now = Date.now()
-        const forRun = queryPlan(db, SQL.claimForRun, [
-          "t",
-          now + 1,
-          "claim-run-0",
-          "claim-session-0",
-          now,
-          "t"
-        ])
-        const forSession = queryPlan(db, SQL.claimEligibleForSession, [
-          "t",
-          now + 1,
-          "idle-session-0",
-          now,
-          "t"
-        ])
-        const list = queryPlan(db, SQL.list, ["claim-session-0", "claim-run-0"])
-        const probe = queryPlan(db, SQL.probeEligible, ["idle-session-0", now, "t"])
-        plans = [
-          ["claimForRun", forRun],
-          ["claimEligibleForSession (also the sync pass)", forSession],
-          ["list (session + run, pending)", list],
-          ["sync-pass probe (claimEligibleForSession's first statement)", probe]
-        ]
-        checks.push(
-          planCheck("claimForRun", forRun, "workflow_turn_intents_pending_by_run"),
-          planCheck("claimEligibleForSession", forSession, "workflow_turn_intents_eligible_by_session"),
-          planCheck("list pending for run + session", list, "workflow_turn_intents_pending_by_run"),
-          planCheck("sync-pass probe", probe, "workflow_turn_intents_eligible_by_session")
-        )
-      }
-      db.close()
-      context.log(`  scaling ${size}: populated in ${Date.now() - started} ms`)
-      results.push({
-        size,
-        measured: await measure(filename, ops, warmup, 3),
-        updateOnly: updateOnlySyncPass(filename, ops, warmup)
-      })
-      context.log(`  scaling ${size}: measured`)
-    }
-
-    const rows = SCALE_OPS.flatMap((op) =>
-      results.map(({ size, measured }) => {
-        const m = measured[op]
-        return [
-          LABEL[op],
-          power(size),
-          `${us(m.raw.median)} / ${us(m.raw.p99)}`,
-          `${us(m.layer.median)} / ${us(m.layer.p99)}`,
-          ratio(m.layer.median / m.raw.median),
-          op === "claimEligibleForSession" && size === 100_000 ? "reference 22,547 · floor ~117" : ""
-        ]
-      })
+    const plan: Plan = context.quick ? { ops: 300, warmup: 50 } : { ops: 2_000, warmup: 300 }
+    const pgPlan: Plan = context.quick ? { ops: 100, warmup: 20 } : { ops: 500, warmup: 100 }
+    const scaled: Scaled = []
+    const plans = await sqliteScaling(
+      context.tempRoot,
+      context.quick ? [100, 10_000] : [100, 10_000, 100_000],
+      plan,
+      scaled
     )
-    const first = results[0]
-    const last = results[results.length - 1]
+    context.log("  scaling: SQLite measured")
+    let cluster: Cluster | string
+    try {
+      cluster = startCluster()
+    } catch (error) {
+      cluster = error instanceof Error ? error.message : String(error)
+    }
+    const pgNote =
+      typeof cluster === "string"
+        ? `PostgreSQL skipped: no server binaries here (${cluster}).`
+        : `PostgreSQL ${await pgScaling(cluster, context.quick ? [100, 10_000] : [100, 100_000], pgPlan, scaled)} ` +
+          "on a throwaway cluster (unix socket, `fsync=off`, `synchronous_commit=off`: the cluster the tests use), " +
+          `${pgPlan.ops} timed calls per cell after ${pgPlan.warmup}.`
+    context.log("  scaling: PostgreSQL done")
     const goals: Array<Check> = []
-    const growthRows =
-      first === undefined || last === undefined
-        ? []
-        : SCALE_OPS.map((op) => {
-            const layerGrowth = last.measured[op].layer.median / first.measured[op].layer.median
-            const rawGrowth = last.measured[op].raw.median / first.measured[op].raw.median
-            const ok = layerGrowth <= GROWTH_LIMIT
-            goals.push({
-              name: `${op}: cost flat from ${power(first.size)} to ${power(last.size)} resolved`,
-              ok,
-              detail: `layer ${ratio(layerGrowth)}, raw ${ratio(rawGrowth)} (limit ${GROWTH_LIMIT}×)`
-            })
-            return [LABEL[op], ratio(rawGrowth), ratio(layerGrowth), mark(ok)]
-          })
+    const growthRows: Array<ReadonlyArray<string>> = []
+    for (const backend of ["SQLite", "PostgreSQL"] as const) {
+      const cells = scaled.filter((s) => s.backend === backend)
+      const first = cells[0]
+      const last = cells.at(-1)
+      if (first === undefined || last === undefined || first === last) continue
+      for (const op of SCALE_OPS) {
+        const layer = last.measured[op].layer.median / first.measured[op].layer.median
+        const raw = last.measured[op].raw.median / first.measured[op].raw.median
+        const ok = layer <= GROWTH_LIMIT
+        const span = `${power(first.size)} to ${power(last.size)} resolved`
+        goals.push({
+          name: `${backend} ${op}: cost flat from ${span}`,
+          ok,
+          detail: `layer ${ratio(layer)}, raw ${ratio(raw)} (limit ${GROWTH_LIMIT}×)`
+        })
+        growthRows.push([backend, LABEL[op], span, ratio(raw), ratio(layer), mark(ok)])
+      }
+    }
+    const pair = (s: Summary) => `${us(s.median)} / ${us(s.p99)}`
+    const rows = scaled.flatMap(({ backend, size, measured }) =>
+      SCALE_OPS.map((op) => [
+        backend,
+        LABEL[op],
+        power(size),
+        pair(measured[op].raw),
+        pair(measured[op].layer),
+        ratio(measured[op].layer.median / measured[op].raw.median)
+      ])
+    )
     const markdown = [
       `Resolved intents in history (spread over the sessions and runs being claimed) plus ${OTHER_PENDING.toLocaleString("en")} ` +
-        `pending eligible intents of 100 other sessions and ${2 * TARGETS} pending targets; ${ops.toLocaleString("en")} timed ` +
-        `calls per cell after ${warmup} untimed, rotating over ${TARGETS} targets, median of 3 rounds, µs (median / p99). ` +
-        "Claims are re-claims by the same claimant, which the store allows and which leave the state unchanged.",
+        `pending eligible intents of 100 other sessions and ${2 * TARGETS} pending targets; calls rotate over ${TARGETS} ` +
+        "targets, median of 3 rounds, µs (median / p99). Claims are re-claims by the same claimant, which the store " +
+        `allows and which leave the state unchanged. SQLite: ${plan.ops.toLocaleString("en")} timed calls per cell after ` +
+        `${plan.warmup}, the raw floor on better-sqlite3. ${pgNote} The PostgreSQL floor is one plain \`pg\` client ` +
+        "sending the same statements in PostgreSQL's dialect (the claims with `FOR UPDATE SKIP LOCKED`) as named " +
+        "prepared statements. Both floors probe read-only before the claim `UPDATE`, as the layer does (an `UPDATE` " +
+        "that matches nothing still takes the write lock).",
       "",
-      table(
-        ["op", "resolved history", "raw floor", "our layer", "ratio med", "anchor (perf-anchors.md, µs med)"],
-        rows
-      ),
+      table(["backend", "op", "resolved history", "raw floor", "our layer", "ratio med"], rows),
       "",
-      `Growth of the median from ${first === undefined ? "?" : power(first.size)} to ${last === undefined ? "?" : power(last.size)} resolved intents:`,
+      "Growth of the median from the smallest history to the largest:",
       "",
-      table(["op", "raw", "layer", `layer flat (≤ ${GROWTH_LIMIT}×)`], growthRows),
+      table(["backend", "op", "history", "raw", "layer", `layer flat (≤ ${GROWTH_LIMIT}×)`], growthRows),
       "",
-      "The sync pass probes first: most passes find nothing, and an `UPDATE` that matches nothing still opens and " +
-        "commits a write transaction and takes the database's write lock (a writer in another process then waits). " +
-        "`claimEligibleForSession` asks the same partial index read-only first and runs the claim `UPDATE` only " +
-        "when it finds a row; the raw floor above does the same. The claim `UPDATE` alone, as before (raw, µs " +
-        `median / p99, vs. the probe path): ${results.map((r) => `${power(r.size)}: ${us(r.updateOnly.median)} / ${us(r.updateOnly.p99)} vs ${us(r.measured.syncPass.raw.median)} / ${us(r.measured.syncPass.raw.p99)}`).join("; ")}. ` +
-        "With one eligible intent the probe adds one indexed read to the claim (compare the `claimEligibleForSession` " +
-        "rows). It is safe without a transaction: an intent that becomes claimable just after the probe is the next " +
-        "pass's, exactly as if this pass had run a moment earlier, and the UPDATE stays conditional.",
+      `SQLite query plans (on the ${power(scaled.filter((s) => s.backend === "SQLite").at(-1)?.size ?? 0)} database):`,
       "",
-      `Query plans (on the ${last === undefined ? "?" : power(last.size)} database):`,
-      "",
-      ...plans.flatMap(([name, plan]) => [`${name}:`, "", "```", ...plan, "```", ""]),
-      checks.map((c) => `- ${mark(c.ok)} ${c.name}: ${c.detail}`).join("\n")
+      ...plans.markdown,
+      checkList(plans.checks)
     ].join("\n")
-    return { markdown, checks, goals }
+    return { markdown, checks: plans.checks, goals }
   }
 }
