@@ -1,8 +1,7 @@
 /**
  * `npm run bench`: runs every section in order, prints one markdown report and (unless
  * `--no-write`, `--quick` or `--only`) stores it as docs/bench.md. Flags: `--quick` (small smoke
- * run), `--only=store,scaling` (a subset), `--full` (adds synchronous=FULL store timings),
- * `--no-write`, `--help`. Exit code 1 when a hard check fails.
+ * run), `--only=store,scaling` (a subset), `--no-write`, `--help`. Exit code 1 when a hard check fails.
  */
 import { execFileSync } from "node:child_process"
 import {
@@ -107,13 +106,12 @@ const machineFacts = (tempRoot: string): string => {
 const main = async () => {
   if (args.includes("--help")) {
     process.stdout.write(
-      `npm run bench [-- --quick] [--only=${SECTIONS.map((x) => x.id).join(",")}] [--full] [--no-write]\n`
+      `npm run bench [-- --quick] [--only=${SECTIONS.map((x) => x.id).join(",")}] [--no-write]\n`
     )
     return
   }
   const tempRoot = mkdtempSync(join(tmpdir(), "pwt-bench-"))
-  const options = new Set(args.filter((a) => a.startsWith("--") && !a.includes("=")).map((a) => a.slice(2)))
-  const context: BenchContext = { tempRoot, quick, options, log: (line) => process.stderr.write(`${line}\n`) }
+  const context: BenchContext = { tempRoot, quick, log: (line) => process.stderr.write(`${line}\n`) }
   const started = Date.now()
   const parts: Array<string> = []
   const checks: Array<Check> = []
@@ -139,7 +137,7 @@ const main = async () => {
         "Speed is measured here and never asserted in tests.",
       "",
       `Run: \`npm run bench\` under Node 22 (bench/run.ts; \`--quick\` for a smoke run, \`--only=${SECTIONS.map((x) => x.id).join(",")}\` ` +
-        "for a subset, `--full` to add synchronous=FULL store timings, `--no-write` to leave this file alone). The " +
+        "for a subset, `--no-write` to leave this file alone). The " +
         "Pi sections run the real Pi CLI on the built extension (dist/extension.js, rebuilt first when src/ is newer). " +
         "It exits 1 when a check fails (pragma and SQL parity with src, query plans, intents committed before the " +
         "abort, one fallback per run); a missed goal is reported, not fatal. Issue 25 kept only sections that " +

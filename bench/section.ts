@@ -15,8 +15,6 @@ export interface BenchContext {
   readonly tempRoot: string
   /** Fewer ops per measurement (a smoke run of the bench itself, not for docs/). */
   readonly quick: boolean
-  /** Extra switches from the command line (`--full` → "full"). */
-  readonly options: ReadonlySet<string>
   /** Progress output (stderr), not part of the report. */
   readonly log: (line: string) => void
 }
