@@ -9,7 +9,7 @@ import { join } from "node:path"
 import type Sqlite from "better-sqlite3"
 import { Context, Effect, Layer } from "effect"
 import pg from "pg"
-import { layerTurnIntentStorePg } from "../src/store/pg/stores-pg.ts"
+import { layerTurnIntentStorePg } from "../src/store/pg/database-pg.ts"
 import { TurnIntentStore, type TurnIntentStoreService } from "../src/store/turn-intent-store.ts"
 import { type Cluster, databaseUrl, startCluster, stopCluster } from "../test/support/pg-cluster.ts"
 import {

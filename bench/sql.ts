@@ -1,7 +1,7 @@
 /**
  * What the store sections run and what they compare with. The workload: intents with their
  * precomputed IDs, the layer under test, and the history the scaling section stores. The raw
- * floors: the store's statements, as the layer sends them (src/store/turn-intent-store-sqlite.ts
+ * floors: the store's statements, as the layer sends them (src/store/turn-intent-store-sql.ts
  * writes them as `sql` templates), each prepared once on a plain better-sqlite3 connection or
  * sent as named prepared statements on one plain `pg` client, with no checks and no row
  * decoding. store.ts verifies that the layer actually sends these texts (and nothing else) per op.
@@ -19,7 +19,7 @@ import {
   TurnIntentStore,
   type TurnIntentStoreService
 } from "../src/store/turn-intent-store.ts"
-import { layerSqlite } from "../src/store/turn-intent-store-sqlite.ts"
+import { layerSqlite } from "../src/store/turn-intent-store-sql.ts"
 
 export const LEASE_MS = 60_000
 

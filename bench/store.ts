@@ -11,7 +11,7 @@ import { SqlClient, Statement } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
 import { Database } from "../src/store/database.ts"
 import { TurnIntentStore, type TurnIntentStoreService } from "../src/store/turn-intent-store.ts"
-import { layerSqlite } from "../src/store/turn-intent-store-sqlite.ts"
+import { layerSqlite } from "../src/store/turn-intent-store-sql.ts"
 import {
   type BenchSection,
   type Check,

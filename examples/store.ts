@@ -13,7 +13,7 @@ import { FACTS_SCHEMA } from "../src/domain/facts.ts"
 import { resolutionMessageId } from "../src/domain/identity.ts"
 import type { TurnIntent } from "../src/domain/turn-intent.ts"
 import { TurnIntentStore } from "../src/store/turn-intent-store.ts"
-import { layerSqlite } from "../src/store/turn-intent-store-sqlite.ts"
+import { layerSqlite } from "../src/store/turn-intent-store-sql.ts"
 
 const describe = (intent: TurnIntent) =>
   [

@@ -10,7 +10,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Layer } from "effect"
 import type { Database, OpenError } from "./store/database.ts"
 import type { TurnIntentStore } from "./store/turn-intent-store.ts"
-import { layerSqlite } from "./store/turn-intent-store-sqlite.ts"
+import { layerSqlite } from "./store/turn-intent-store-sql.ts"
 
 export {
   type FakeOptions,

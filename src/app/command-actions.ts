@@ -12,7 +12,7 @@ import { Notifications } from "../notifications/notifications.ts"
 import { oneLine } from "../notifications/notifier.ts"
 import { PiSession } from "../session/pi-session.ts"
 import type { RunStore } from "../store/run-store.ts"
-import type { LaunchStore } from "../terminal/launch-store.ts"
+import type { LaunchStore } from "../store/launch-store.ts"
 import {
   cancelledWithTurn,
   describeRun,

@@ -31,19 +31,19 @@ import type { PiSession } from "../session/pi-session.ts"
 import { Database, type DatabaseOptions, type OpenError } from "../store/database.ts"
 import type { PgDatabaseOptions } from "../store/pg/database-pg.ts"
 import { RunStore } from "../store/run-store.ts"
-import * as RunStoreSqlite from "../store/run-store-sqlite.ts"
+import * as RunStoreSql from "../store/run-store-sql.ts"
 import { TurnIntentStore } from "../store/turn-intent-store.ts"
-import * as TurnIntentStoreSqlite from "../store/turn-intent-store-sqlite.ts"
+import * as TurnIntentStoreSql from "../store/turn-intent-store-sql.ts"
 import * as FinalOnEnd from "../notifications/final-on-end.ts"
 import * as NotificationsLive from "../notifications/notifications.ts"
 import { Notifications, type NotificationsConfig } from "../notifications/notifications.ts"
 import * as NotifierLive from "../notifications/notifier.ts"
 import type { Notifier } from "../notifications/notifier.ts"
 import { NotificationStore } from "../store/notification-store.ts"
-import * as NotificationStoreSqlite from "../store/notification-store-sqlite.ts"
+import * as NotificationStoreSql from "../store/notification-store-sql.ts"
 import * as Maintenance from "./maintenance.ts"
-import * as LaunchStoreSqlite from "../store/launch-store-sqlite.ts"
-import { LaunchStore } from "../terminal/launch-store.ts"
+import * as LaunchStoreSql from "../store/launch-store-sql.ts"
+import { LaunchStore } from "../store/launch-store.ts"
 import * as TerminalMessages from "../terminal/terminal-decision.ts"
 import * as SyncOnEligible from "./sync-on-eligible.ts"
 
@@ -93,10 +93,10 @@ export type AppServices =
 /** Every store on one SQLite file, with the `Database` they share. */
 export const layerStores = (options: DatabaseOptions): Layer.Layer<StoreServices, OpenError> =>
   Layer.mergeAll(
-    TurnIntentStoreSqlite.layer,
-    RunStoreSqlite.layer,
-    NotificationStoreSqlite.layer,
-    LaunchStoreSqlite.layer
+    TurnIntentStoreSql.layer,
+    RunStoreSql.layer,
+    NotificationStoreSql.layer,
+    LaunchStoreSql.layer
   ).pipe(Layer.provideMerge(Database.layer(options)))
 
 /**
@@ -106,7 +106,7 @@ export const layerStores = (options: DatabaseOptions): Layer.Layer<StoreServices
 export const layerStoresPg = (options: PgDatabaseOptions) =>
   Layer.unwrapEffect(
     Effect.tryPromise({
-      try: () => import("../store/pg/stores-pg.ts"),
+      try: () => import("../store/pg/database-pg.ts"),
       catch: (cause) =>
         new StoreFailure({
           operation: "open",

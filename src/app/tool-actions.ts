@@ -11,7 +11,7 @@ import { Notifications } from "../notifications/notifications.ts"
 import type { ToolInput } from "./tool-input.ts"
 import { PiSession } from "../session/pi-session.ts"
 import { RunStore } from "../store/run-store.ts"
-import type { LaunchStore } from "../terminal/launch-store.ts"
+import type { LaunchStore } from "../store/launch-store.ts"
 import { chainStatus, type LaunchReply, restartRun, startWorkflow } from "../terminal/launches.ts"
 import { describeRun, describeStatus, failed, ok, type Reply, withStartExample } from "./replies.ts"
 

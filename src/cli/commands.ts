@@ -11,12 +11,12 @@ import { isPostgresUrl, resolveDbPath } from "../extension/db-path.ts"
 import { Database, legacyLaunchFailures } from "../store/database.ts"
 import { endOwesNothing } from "../interruption/run-debts.ts"
 import { StoreFailure } from "../store/store-errors.ts"
-import { isNotADatabase, readability, readShape, refusal, StoreRefused } from "../store/store-shape.ts"
+import { isNotADatabase, readability, readShape, refusal, StoreRefused } from "../store/operator-reads.ts"
 import { RunState, RunStore } from "../store/run-store.ts"
-import * as LaunchStoreSqlite from "../store/launch-store-sqlite.ts"
-import * as RunStoreSqlite from "../store/run-store-sqlite.ts"
+import * as LaunchStoreSql from "../store/launch-store-sql.ts"
+import * as RunStoreSql from "../store/run-store-sql.ts"
 import { MAX_LIST_LIMIT, TurnIntentStore } from "../store/turn-intent-store.ts"
-import * as TurnIntentStoreSqlite from "../store/turn-intent-store-sqlite.ts"
+import * as TurnIntentStoreSql from "../store/turn-intent-store-sql.ts"
 import { chainStatus } from "../terminal/launches.ts"
 import { diagnose, healthy } from "./doctor.ts"
 import { CliFailure, paint, type Style, wantsColour } from "./format.ts"
@@ -104,7 +104,7 @@ const loadPg = Effect.tryPromise({
 })
 
 const storesAt = (location: string) =>
-  Layer.mergeAll(TurnIntentStoreSqlite.layer, RunStoreSqlite.layer, LaunchStoreSqlite.layer).pipe(
+  Layer.mergeAll(TurnIntentStoreSql.layer, RunStoreSql.layer, LaunchStoreSql.layer).pipe(
     Layer.provideMerge(
       isPostgresUrl(location)
         ? Layer.unwrapEffect(

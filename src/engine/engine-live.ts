@@ -9,8 +9,7 @@ import { Coordinator } from "../delivery/coordinator.ts"
 import { TimingPolicy } from "../domain/timing-policy.ts"
 import { terminalEvent } from "../interruption/run-debts.ts"
 import { SourceEvents } from "../interruption/source-events.ts"
-import { RunNotFound } from "../store/run-errors.ts"
-import { isTerminal, type RunRecord, RunStore } from "../store/run-store.ts"
+import { isTerminal, RunNotFound, type RunRecord, RunStore } from "../store/run-store.ts"
 import {
   type ActiveRun,
   claimToken,

@@ -10,8 +10,7 @@ import type { InvalidInput } from "../domain/errors.ts"
 import type { ForeignRun } from "../domain/identity.ts"
 import type { StoreFailure } from "../store/store-errors.ts"
 import type { RunOrigin } from "../domain/event-policy.ts"
-import type { ClaimLost, ReservationConflict, RunNotFound } from "../store/run-errors.ts"
-import type { SubmitReceipt } from "../store/run-store.ts"
+import type { ClaimLost, ReservationConflict, RunNotFound, SubmitReceipt } from "../store/run-store.ts"
 import type {
   InvalidRunState,
   InvalidWorkflowInput,

@@ -10,8 +10,7 @@ import { intentRequest } from "../domain/event-policy.ts"
 import { identify, terminalEvent } from "../interruption/run-debts.ts"
 import { cancelledBy } from "../terminal/terminal-outcome.ts"
 import { ABORT_LOCK_BUDGET_MS, withLockBudget } from "../store/database.ts"
-import type { ClaimLost, RunNotFound } from "../store/run-errors.ts"
-import type { HandoffResult, RunRecord } from "../store/run-store.ts"
+import type { ClaimLost, HandoffResult, RunNotFound, RunRecord } from "../store/run-store.ts"
 import type { StoreFailure } from "../store/store-errors.ts"
 import type { ActiveRun, RunnerDeps, VisitState } from "./active-run.ts"
 import { ProvenanceNotStored } from "./errors.ts"
@@ -211,8 +210,8 @@ const recordLoss = (deps: RunnerDeps, run: ActiveRun, warning: string | null) =>
  * intent. The abort it reuses is the one on the ended row (it may be another runner's, recorded
  * on claim loss): the runner's end carries its own outstanding abort into that same write
  * (`withRunnerSettle`), and the store leaves it off when a prompt already answered it
- * (`store/answered-abort.ts`), so the row, not memory, says what the end reuses. Returns the
- * intent's ID (null when the end owes no turn).
+ * (`clearAnsweredAbort`, `store/run-writes-sql.ts`), so the row, not memory, says what the end
+ * reuses. Returns the intent's ID (null when the end owes no turn).
  */
 export const terminal = Effect.fn("Runner.terminal")(function* (
   deps: RunnerDeps,

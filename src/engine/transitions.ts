@@ -7,8 +7,15 @@
  */
 import { Deferred, Effect, Ref } from "effect"
 import { duration } from "../domain/text.ts"
-import type { ClaimLost } from "../store/run-errors.ts"
-import type { EndBy, EndKind, RunEnd, RunError, StepOutcome, StepUpdate } from "../store/run-store.ts"
+import type {
+  ClaimLost,
+  EndBy,
+  EndKind,
+  RunEnd,
+  RunError,
+  StepOutcome,
+  StepUpdate
+} from "../store/run-store.ts"
 import type { StoreFailure } from "../store/store-errors.ts"
 import type { ActiveRun, RunnerDeps, StopRequest, VisitState } from "./active-run.ts"
 import { decide, type NodeResult } from "./definition.ts"

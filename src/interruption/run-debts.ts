@@ -135,7 +135,7 @@ export const endAnswer = (
  * The intent an ended run owes when the abort its row reuses turns out to have been answered by
  * a workflow prompt (its intent resolved `workflowPrompt`): the prompt went out, its runner died
  * before the clear, and the intent was resolved from the branch only after the run had ended
- * (the store clears an answered abort it can see, `store/answered-abort.ts`). The end then owes
+ * (the store clears an answered abort it can see, `store/run-writes-sql.ts`). The end then owes
  * what it would have owed with no abort outstanding — for the agent's cancel, its own
  * `agentCancelled` turn, as the store records it when no abort is pending. Null when the row
  * reuses no abort or the end owes nothing of its own (a direct cancel).

@@ -1,7 +1,7 @@
 /**
  * The controller database: one SQLite file in WAL mode shared by every store of this package
  * (turn intents, runs, queue). Opening it sets the pragmas, refuses incompatible state and
- * brings the schema to this release's version (`schema-versions.ts`, `migrations.ts`).
+ * brings the schema to this release's version (`schema.ts`).
  *
  * The client and its one connection are @effect/sql-sqlite-node's `SqliteClient`; this module
  * adds what it lacks on top of it (docs/store.md):
@@ -18,16 +18,16 @@ import * as SqlError from "@effect/sql/SqlError"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import Sqlite from "better-sqlite3"
 import { Clock, Context, Duration, Effect, Exit, FiberRef, Layer, Option, Schedule, Scope } from "effect"
-import { migrations } from "./migrations.ts"
-import { CONTROLLER_SCHEMA } from "./schema.ts"
 import {
+  CONTROLLER_SCHEMA,
   compareVersions,
   knownVersions,
+  migrations,
   newerSchema,
   olderSchema,
   recordedVersions,
   runMigrator
-} from "./schema-versions.ts"
+} from "./schema.ts"
 import {
   asStoreFailure,
   IncompatibleStore,
@@ -99,6 +99,15 @@ export const immediateAs =
   (database: DatabaseService, operation: string) =>
   <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     asStoreFailure(operation)(database.immediate(effect))
+
+/** `f` with each call in a span named `name`: a store operation's (`RunStore.claim`), to follow a turn in a trace. */
+export const traced =
+  <Args extends ReadonlyArray<unknown>, A, E, R>(
+    name: string,
+    f: (...args: Args) => Effect.Effect<A, E, R>
+  ) =>
+  (...args: Args): Effect.Effect<A, E, R> =>
+    Effect.withSpan(f(...args), name)
 
 // --- Lock budgets ----------------------------------------------------------------------------
 
@@ -241,7 +250,7 @@ export const legacyLaunchFailures: Effect.Effect<number, StoreFailure, SqlClient
   }
 ).pipe(Effect.mapError(storeFailure("legacyLaunchFailures")))
 
-/** The schema versions this release knows (`migrations.ts`). */
+/** The schema versions this release knows (`schema.ts`). */
 const KNOWN = knownVersions(migrations)
 
 /** The file's schema marker must be this package's (a file at this version has one). */

@@ -1,7 +1,7 @@
 /**
  * NotificationStore: the `workflow_notifications` rows, passive `progress` and `final` reports
  * for the user's eyes. This module is the contract and the payload schema;
- * `notification-store-sqlite.ts` implements it. Nothing here starts a model turn or touches a
+ * `notification-store-sql.ts` implements it. Nothing here starts a model turn or touches a
  * turn intent: a notification is only ever shown, never answered.
  */
 import { Context, type Effect, type Option, Schema } from "effect"

@@ -1,34 +1,18 @@
 /**
- * RunStore: durable workflow runs, step records, agent requests and the run queue, in the
- * controller database. This module is the service contract; `run-store-sqlite.ts` implements it.
- *
- * Queue rules: `reserve` enqueues (one queued/running/waiting run per origin session); `claim`
- * takes a run with a token and a lease; `renew` extends the lease. Every runner write takes a
- * `Fence` and first verifies, in the same transaction, that the token still holds the claim,
- * so a runner that lost its claim writes nothing.
+ * RunStore: durable workflow runs, step records, agent requests and the run queue. This module
+ * is the service contract and its typed errors (none means anything changed); `run-store-sql.ts`
+ * implements it. `reserve` enqueues (one queued/running/waiting run per origin session); `claim`
+ * takes a run with a token and a lease; `renew` extends it. Every runner write takes a `Fence`
+ * and first verifies, in the same transaction, that the token still holds the claim.
  */
 import { Context, type Effect, type Option, Schema } from "effect"
-import type { StoreFailure } from "./store-errors.ts"
 import type { Provenance, RunOrigin } from "../domain/event-policy.ts"
-import type {
-  ClaimLost,
-  ClaimRefused,
-  RequestNotOpen,
-  ReservationConflict,
-  RunNotFound
-} from "./run-errors.ts"
+import type { StoreFailure } from "./store-errors.ts"
 
-export const RunState = Schema.Literal(
-  "queued",
-  "running",
-  "waiting",
-  "completed",
-  "failed",
-  "timed_out",
-  "cancelled"
-)
+export const TerminalRunState = Schema.Literal("completed", "failed", "timed_out", "cancelled")
+export type TerminalRunState = typeof TerminalRunState.Type
+export const RunState = Schema.Literal("queued", "running", "waiting", ...TerminalRunState.literals)
 export type RunState = typeof RunState.Type
-export type TerminalRunState = "completed" | "failed" | "timed_out" | "cancelled"
 export const isTerminal = (state: RunState): state is TerminalRunState =>
   state === "completed" || state === "failed" || state === "timed_out" || state === "cancelled"
 
@@ -36,14 +20,11 @@ export const StepOutcome = Schema.Literal("ok", "timed_out", "failed", "cancelle
 export type StepOutcome = typeof StepOutcome.Type
 
 /**
- * How a run ended, as facts the ending code states (never read back from a message):
- * - completed: the workflow reached its last step;
- * - failed: a node failed, or the run stood at a node the loaded workflow lacks;
- * - maxSteps: the run used up its step budget;
- * - timedOut: a node reached its time limit;
- * - cancelled: the agent or the user cancelled it;
- * - launchFailed: activation refused the queued run before any node ran;
- * - controllerInterrupted: the workflow controller stopped it.
+ * How a run ended, as facts the ending code states (never read back from a message): completed
+ * (its last step), failed (a node failed, or the run stood at a node the loaded workflow lacks),
+ * maxSteps (its step budget used up), timedOut (a node's time limit), cancelled (by the agent or
+ * the user), launchFailed (activation refused the queued run before any node ran),
+ * controllerInterrupted (the workflow controller stopped it).
  */
 export const EndKind = Schema.Literal(
   "completed",
@@ -109,10 +90,7 @@ export interface RunRecord {
   /** How the run ended (`end_*` columns); null while it has not ended. */
   readonly end: RunEnd | null
   readonly pauseRequested: boolean
-  /**
-   * Who asked to cancel: on a live run, a cancel the runner has not applied yet; on a run that
-   * ended `cancelled`, who cancelled it (kept by the end; null on rows ended before it was kept).
-   */
+  /** Who asked to cancel: on a live run, not applied yet; on a run ended `cancelled`, who did (or null). */
   readonly cancelRequested: "agent" | "user" | null
   readonly parkedReason: string | null
   /** Next interruption ordinal of the run. */
@@ -154,9 +132,8 @@ export type HandoffResult =
   /** The new owner has an interruption of its own outstanding; that one is kept. */
   | { readonly _tag: "Kept"; readonly run: RunRecord }
   /**
-   * The new owner has already opened the request of a later step than the aborted one: its
-   * prompt is the session's successor turn, so nothing is recorded and no claim-loss intent is
-   * owed (only when asked for with `unlessSuperseded`).
+   * (Only with `unlessSuperseded`.) The new owner already opened a later step's request: its prompt
+   * is the session's successor turn, so nothing is recorded and no claim-loss intent is owed.
    */
   | { readonly _tag: "Superseded"; readonly run: RunRecord }
 
@@ -233,24 +210,20 @@ export type RunTransition =
       readonly result?: unknown
       readonly error?: RunError
       /**
-       * The runner's outstanding abort, whose own write may not have landed: recorded with the
-       * end unless the row already has one pending, so whoever recomputes the run's debt from
-       * the row (reconciliation) addresses the same intent as the runner's terminal event.
+       * The runner's outstanding abort, whose own write may not have landed: recorded with the end
+       * unless the row has one pending, so reconciliation addresses the runner's intent.
        */
       readonly abort?: Provenance
       /**
-       * An abort whose natural successor (a workflow prompt) went out while its clear
-       * (`clearInterruption`) did not land: cleared with the end when it is still the row's
-       * pending abort, so the end does not reuse an interruption the model already had a turn for.
+       * An abort whose workflow prompt went out but whose `clearInterruption` did not land: cleared
+       * with the end if still pending, so the end does not reuse an interruption already answered.
        */
       readonly answered?: Provenance
       /** Who cancelled the run (state `cancelled`): kept on the ended row as `cancelRequested`. */
       readonly cancelledBy?: "agent" | "user"
       /**
-       * How the run ended, recorded on the row. Absent: the state's plain kind (`completed`,
-       * `failed`, `timedOut`, `cancelled`) by the engine, or for a cancel by whoever
-       * `cancelledBy` (else the row's cancel request, else the user) names, at the row's
-       * current node and attempt.
+       * How the run ended, recorded on the row. Absent: the state's plain kind by the engine (for a
+       * cancel: by `cancelledBy`, else the row's cancel request, else the user) at the current node.
        */
       readonly end?: RunEnd
     }
@@ -268,15 +241,9 @@ export interface Settlement {
   readonly next: RunTransition
 }
 
-export type PauseResult =
-  | { readonly _tag: "Held"; readonly run: RunRecord }
-  | { readonly _tag: "Requested"; readonly run: RunRecord }
-  | { readonly _tag: "Refused"; readonly run: RunRecord }
-
-export type CancelResult =
-  | { readonly _tag: "Cancelled"; readonly run: RunRecord }
-  | { readonly _tag: "Requested"; readonly run: RunRecord }
-  | { readonly _tag: "Refused"; readonly run: RunRecord }
+type Outcome<Tag extends string> = { readonly _tag: Tag; readonly run: RunRecord }
+export type PauseResult = Outcome<"Held"> | Outcome<"Requested"> | Outcome<"Refused">
+export type CancelResult = Outcome<"Cancelled"> | Outcome<"Requested"> | Outcome<"Refused">
 
 export interface RunListQuery {
   readonly targetSessionId?: string
@@ -286,6 +253,8 @@ export interface RunListQuery {
 }
 
 type Fenced<A> = Effect.Effect<A, ClaimLost | StoreFailure>
+type Found<A> = Effect.Effect<A, RunNotFound | StoreFailure>
+type Read<A> = Effect.Effect<A, StoreFailure>
 
 export interface RunStoreService {
   // Queue
@@ -309,9 +278,8 @@ export interface RunStoreService {
   }) => Effect.Effect<RunRecord, RunNotFound | ClaimRefused | StoreFailure>
   readonly renew: (fence: Fence, leaseMs: number) => Fenced<ControlFlags>
   /**
-   * The runner's step-boundary check: the claim still held and its control requests, read
-   * without the rest of the row (no snapshot, no step count), so a step costs the same at any
-   * length of the run or size of its workflow.
+   * The runner's step-boundary check: the claim still held and its control requests, without the
+   * rest of the row, so a step costs the same at any length of the run or size of its workflow.
    */
   readonly control: (fence: Fence) => Fenced<ControlFlags>
 
@@ -335,7 +303,7 @@ export interface RunStoreService {
     runId: string,
     provenance: Provenance,
     options?: { readonly unlessSuperseded?: boolean }
-  ) => Effect.Effect<HandoffResult, RunNotFound | StoreFailure>
+  ) => Found<HandoffResult>
   /** A natural successor was sent after the recorded abort. */
   readonly clearInterruption: (fence: Fence) => Fenced<void>
   /** The request is answered and its step ends `ok` with the output, in one transaction. */
@@ -353,30 +321,22 @@ export interface RunStoreService {
 
   // Control without a claim
   /** Hold now when no live claim exists, else ask the owner to hold at its next boundary. */
-  readonly requestPause: (runId: string) => Effect.Effect<PauseResult, RunNotFound | StoreFailure>
+  readonly requestPause: (runId: string) => Found<PauseResult>
   /** Withdraw a pause request the owner has not honoured yet; the run, if so, else none. */
-  readonly withdrawPause: (
-    runId: string
-  ) => Effect.Effect<Option.Option<RunRecord>, RunNotFound | StoreFailure>
+  readonly withdrawPause: (runId: string) => Found<Option.Option<RunRecord>>
   /** Cancel now when no live claim exists, else ask the owner to cancel. */
-  readonly cancel: (
-    runId: string,
-    by: "agent" | "user"
-  ) => Effect.Effect<CancelResult, RunNotFound | StoreFailure>
+  readonly cancel: (runId: string, by: "agent" | "user") => Found<CancelResult>
 
   /** Append a durable run event (no claim needed; the run must exist). */
   readonly recordEvent: (
     runId: string,
     event: { readonly kind: RunEventKind; readonly message: string }
-  ) => Effect.Effect<RunEvent, RunNotFound | StoreFailure>
+  ) => Found<RunEvent>
   readonly events: (runId: string) => Effect.Effect<ReadonlyArray<RunEvent>, StoreFailure>
 
   // Reads
   readonly get: (runId: string) => Effect.Effect<Option.Option<RunRecord>, StoreFailure>
-  readonly listBySession: (
-    sessionId: string,
-    limit: number
-  ) => Effect.Effect<ReadonlyArray<RunRecord>, StoreFailure>
+  readonly listBySession: (sessionId: string, limit: number) => Read<ReadonlyArray<RunRecord>>
   /** Newest first, across sessions unless `targetSessionId` is given (operator listings). */
   readonly list: (query: RunListQuery) => Effect.Effect<ReadonlyArray<RunRecord>, StoreFailure>
   readonly steps: (runId: string) => Effect.Effect<ReadonlyArray<StepRecord>, StoreFailure>
@@ -384,3 +344,56 @@ export interface RunStoreService {
 }
 
 export class RunStore extends Context.Tag("pi-workflow-turns/RunStore")<RunStore, RunStoreService>() {}
+
+export class RunNotFound extends Schema.TaggedError<RunNotFound>()("RunNotFound", { runId: Schema.String }) {
+  override get message() {
+    return `workflow run ${this.runId} does not exist`
+  }
+}
+
+/** The origin session already has a queued or active run (one active reservation per session). */
+export class ReservationConflict extends Schema.TaggedError<ReservationConflict>()("ReservationConflict", {
+  sessionId: Schema.String,
+  runId: Schema.String,
+  state: Schema.String
+}) {
+  override get message() {
+    return `session ${this.sessionId} already has workflow run ${this.runId} (${this.state}); cancel it or wait for it to end`
+  }
+}
+
+/** The runner's claim token no longer matches the row (taken over, parked, ended elsewhere): stop writing. */
+export class ClaimLost extends Schema.TaggedError<ClaimLost>()("ClaimLost", {
+  runId: Schema.String,
+  operation: Schema.String
+}) {
+  override get message() {
+    return `run ${this.runId}: this runner no longer holds the run's claim (during ${this.operation})`
+  }
+}
+
+/** A claim attempt found the run in a state it cannot be claimed from. */
+export class ClaimRefused extends Schema.TaggedError<ClaimRefused>()("ClaimRefused", {
+  runId: Schema.String,
+  state: Schema.String,
+  reason: Schema.Literal("terminal", "notQueued", "queued", "held")
+}) {
+  override get message() {
+    const why = {
+      terminal: "it has ended",
+      notQueued: "it is not queued",
+      queued: "it is still queued (activate it instead)",
+      held: "another runner holds a live claim"
+    }[this.reason]
+    return `run ${this.runId} (${this.state}) cannot be claimed: ${why}`
+  }
+}
+
+/** A request that the caller saw open was not open any more when the write ran. */
+export class RequestNotOpen extends Schema.TaggedError<RequestNotOpen>()("RequestNotOpen", {
+  requestId: Schema.String
+}) {
+  override get message() {
+    return `request ${this.requestId} is no longer open`
+  }
+}

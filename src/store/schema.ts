@@ -1,10 +1,26 @@
 /**
- * DDL of the controller database, `pi-workflows.controller-store.v1`. Every statement is
- * idempotent; opening a store runs them all in one immediate transaction.
+ * The controller database's schema, `pi-workflows.controller-store.v1`: the SQLite DDL (every
+ * statement idempotent; the run tables' own in `run-rows.ts`), its versions for @effect/sql's
+ * Migrator (`pg/schema-pg.ts` holds PostgreSQL's), and what an open does about the versions a
+ * database has recorded in `effect_sql_migrations`, on both backends:
+ *
+ * - current: every known migration recorded, nothing else: an open runs no DDL at all;
+ * - behind: some known migrations missing (a new database, or one of an earlier release): a
+ *   writable open migrates it, a read-only open refuses it;
+ * - newer: a migration this package does not know is recorded (a later release wrote the
+ *   database): every open refuses it, changing nothing.
+ *
+ * Each migration runs once per file, in order, inside the opening BEGIN IMMEDIATE transaction.
+ * Both SQLite versions also adopt a file of a release that predates versioning (its tables
+ * exist, nothing is recorded): version 1 is idempotent DDL, so it creates only what such a file
+ * lacks; version 2 recognises the old shape from the stored DDL itself.
  */
-import { launchSchemaStatements } from "./launch-schema.ts"
-import { notificationSchemaStatements } from "./notification-schema.ts"
-import { runSchemaStatements } from "./run-schema.ts"
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type * as SqlError from "@effect/sql/SqlError"
+import { Effect, Option, Schema } from "effect"
+import { backfillRunEnds, runEndColumns, runSchemaStatements, terminalImmutable } from "./run-rows.ts"
+import { StoreFailure } from "./store-errors.ts"
 
 export const CONTROLLER_SCHEMA = "pi-workflows.controller-store.v1"
 
@@ -49,6 +65,26 @@ export const turnIntentsTable = (name: string) => `CREATE TABLE IF NOT EXISTS ${
   CHECK ((delivery_claim_token IS NULL) = (delivery_claim_expires_at IS NULL))
 ) STRICT`
 
+/** Every column of `workflow_turn_intents`, in table order. */
+export const TURN_INTENT_COLUMNS = [
+  "intent_id",
+  "source_event_id",
+  "run_id",
+  "workflow_ref",
+  "target_session_id",
+  "cause",
+  "node_id",
+  "attempt_id",
+  "fallback_facts_json",
+  "requested_at",
+  "eligible_at",
+  "resolved_at",
+  "resolution",
+  "resolution_message_id",
+  "delivery_claim_token",
+  "delivery_claim_expires_at"
+] as const
+
 const turnIntents = turnIntentsTable("workflow_turn_intents")
 
 // Both indexes cover pending rows only, so their size and the cost of a sync pass do not grow
@@ -72,6 +108,36 @@ const identityImmutable = `CREATE TRIGGER IF NOT EXISTS workflow_turn_intents_id
     node_id, attempt_id, requested_at ON workflow_turn_intents
   BEGIN SELECT RAISE(ABORT, 'turn intent identity is immutable'); END`
 
+// Indexes of `workflow_notifications` (additive: an older file gains them on open).
+// Pending rows by owner session: what delivery at session start and after a write reads. Partial,
+// so it does not grow with delivered history.
+const notificationsPendingBySession = `CREATE INDEX IF NOT EXISTS workflow_notifications_pending_by_session
+  ON workflow_notifications (target_session_id, created_at)
+  WHERE delivered_at IS NULL`
+
+// A run's notifications by kind and time: the rate window and the status line.
+const notificationsByRun = `CREATE INDEX IF NOT EXISTS workflow_notifications_by_run
+  ON workflow_notifications (run_id, kind, created_at)`
+
+/** Launch data: one row per run launched from a terminal turn or by `restart`, written once. */
+const launches: ReadonlyArray<string> = [
+  `CREATE TABLE IF NOT EXISTS workflow_run_launches (
+  run_id TEXT PRIMARY KEY NOT NULL REFERENCES workflow_runs (run_id),
+  kind TEXT NOT NULL CHECK (kind IN ('restart', 'monitor', 'start')),
+  parent_run_id TEXT UNIQUE CHECK (parent_run_id IS NULL OR length(parent_run_id) BETWEEN 1 AND 512),
+  terminal_run_id TEXT UNIQUE CHECK (terminal_run_id IS NULL OR length(terminal_run_id) BETWEEN 1 AND 512),
+  terminal_intent_id TEXT CHECK (terminal_intent_id IS NULL OR length(terminal_intent_id) BETWEEN 1 AND 512),
+  tool_call_id TEXT CHECK (tool_call_id IS NULL OR length(tool_call_id) BETWEEN 1 AND 512),
+  launch_json TEXT NOT NULL CHECK (length(CAST(launch_json AS BLOB)) <= 65536),
+  created_at TEXT NOT NULL,
+  CHECK ((kind = 'restart') = (parent_run_id IS NOT NULL)),
+  CHECK ((terminal_run_id IS NULL) OR (tool_call_id IS NOT NULL))
+) STRICT`,
+  `CREATE TRIGGER IF NOT EXISTS workflow_run_launches_immutable
+  BEFORE UPDATE ON workflow_run_launches
+  BEGIN SELECT RAISE(ABORT, 'run launch data is immutable'); END`
+]
+
 export const controllerSchemaStatements: ReadonlyArray<string> = [
   metadata,
   notifications,
@@ -81,6 +147,208 @@ export const controllerSchemaStatements: ReadonlyArray<string> = [
   resolvedImmutable,
   identityImmutable,
   ...runSchemaStatements,
-  ...notificationSchemaStatements,
-  ...launchSchemaStatements
+  notificationsPendingBySession,
+  notificationsByRun,
+  ...launches
 ]
+
+// --- Migrations (SQLite) ------------------------------------------------------------------------
+
+const COLUMN_LIST = TURN_INTENT_COLUMNS.join(", ")
+
+/** Version 1: every table, index and trigger of `pi-workflows.controller-store.v1`. */
+const controllerStoreV1 = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  for (const statement of controllerSchemaStatements) yield* sql.unsafe(statement)
+  yield* sql`INSERT INTO pi_workflows_metadata (key, value) VALUES ('schema', ${CONTROLLER_SCHEMA})
+    ON CONFLICT (key) DO NOTHING`
+})
+
+/**
+ * `workflow_turn_intents.cause` gained `completed` (a completed run's terminal turn intent).
+ * SQLite cannot change a CHECK constraint in place, so a table whose constraint predates it is
+ * rebuilt: new table, copy, drop, rename. True when the table was rebuilt.
+ */
+export const upgradeTurnIntentCauses = (
+  sql: SqlClient.SqlClient
+): Effect.Effect<boolean, SqlError.SqlError> =>
+  Effect.gen(function* () {
+    const rows = yield* sql<{ sql: string }>`
+      SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'workflow_turn_intents'`
+    const ddl = rows[0]?.sql
+    if (ddl === undefined || ddl.includes("'completed'")) return false
+    yield* sql.unsafe("DROP TABLE IF EXISTS workflow_turn_intents_next")
+    yield* sql.unsafe(turnIntentsTable("workflow_turn_intents_next"))
+    yield* sql.unsafe(
+      `INSERT INTO workflow_turn_intents_next (${COLUMN_LIST})
+       SELECT ${COLUMN_LIST} FROM workflow_turn_intents`
+    )
+    yield* sql.unsafe("DROP TABLE workflow_turn_intents")
+    yield* sql.unsafe("ALTER TABLE workflow_turn_intents_next RENAME TO workflow_turn_intents")
+    // The drop removed the table's indexes and triggers: the idempotent DDL recreates them.
+    for (const statement of controllerSchemaStatements) yield* sql.unsafe(statement)
+    return true
+  })
+
+/** Version 2: the turn intents table accepts cause `completed` (already so in a file made by version 1). */
+const turnIntentCauseCompleted = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  Effect.asVoid(upgradeTurnIntentCauses(sql))
+)
+
+/**
+ * Version 3: a run's end as facts (`end_kind`, `end_by`, `end_node_id`, `end_attempt_id`),
+ * backfilled for runs that ended before. Terminal rows are immutable by trigger: it is dropped
+ * for the backfill and recreated, inside the migration's transaction.
+ */
+const runEndFacts = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  for (const statement of runEndColumns("TEXT")) yield* sql.unsafe(statement)
+  yield* sql.unsafe("DROP TRIGGER IF EXISTS workflow_runs_terminal_immutable")
+  yield* sql.unsafe(backfillRunEnds((field) => `json_extract(error_json, '$.${field}')`))
+  yield* sql.unsafe(terminalImmutable)
+})
+
+/** The migrations, by `<id>_<name>`, for `Migrator.fromRecord`. Never renumber or edit a shipped one. */
+export const migrations = {
+  "1_controller_store_v1": controllerStoreV1,
+  "2_turn_intent_cause_completed": turnIntentCauseCompleted,
+  "3_run_end_facts": runEndFacts
+}
+
+// --- Versions (both backends) ------------------------------------------------------------------
+
+/** @effect/sql's default table; named here because the version checks read it directly. */
+export const MIGRATIONS_TABLE = "effect_sql_migrations"
+
+/** One recorded migration. */
+export interface Version {
+  readonly id: number
+  readonly name: string
+}
+
+export type Comparison =
+  | { readonly _tag: "Current" }
+  | { readonly _tag: "Behind"; readonly missing: ReadonlyArray<Version> }
+  | { readonly _tag: "Newer"; readonly unknown: ReadonlyArray<Version> }
+
+/** A `fromRecord` key (`<id>_<name>`) as a version; keys of another shape are not migrations. */
+const parseKey = (key: string): Option.Option<Version> => {
+  const match = /^(\d+)_(.+)$/.exec(key)
+  return match?.[1] === undefined || match[2] === undefined
+    ? Option.none()
+    : Option.some({ id: Number(match[1]), name: match[2] })
+}
+
+/** The versions a migrations record defines, in order. */
+export const knownVersions = (migrations: Record<string, unknown>): ReadonlyArray<Version> =>
+  Object.keys(migrations)
+    .flatMap((key) => Option.toArray(parseKey(key)))
+    .sort((a, b) => a.id - b.id)
+
+/** Pure: what the recorded versions mean for a package that knows `known`. */
+export const compareVersions = (
+  known: ReadonlyArray<Version>,
+  recorded: ReadonlyArray<Version>
+): Comparison => {
+  const knownIds = new Set(known.map((v) => v.id))
+  const recordedIds = new Set(recorded.map((v) => v.id))
+  const unknown = recorded.filter((v) => !knownIds.has(v.id))
+  if (unknown.length > 0) return { _tag: "Newer", unknown }
+  const missing = known.filter((v) => !recordedIds.has(v.id))
+  return missing.length > 0 ? { _tag: "Behind", missing } : { _tag: "Current" }
+}
+
+const describe = (versions: ReadonlyArray<Version>) => versions.map((v) => `${v.id}_${v.name}`).join(", ")
+
+/** The latest version a package knows (0: none). */
+export const latestVersion = (known: ReadonlyArray<Version>) =>
+  known.reduce((max, v) => Math.max(max, v.id), 0)
+
+/** A database written by a later release: refused, whatever the open's mode. */
+export const newerSchema = (shown: string, known: ReadonlyArray<Version>, unknown: ReadonlyArray<Version>) =>
+  new StoreFailure({
+    operation: "open",
+    message:
+      `${shown} was written by a newer release of pi-workflow-turns: it records schema migration(s) ` +
+      `${describe(unknown)}, unknown to this release (which knows up to version ${latestVersion(known)}). ` +
+      "Upgrade pi-workflow-turns; nothing was changed."
+  })
+
+/** A read-only open of a database that a writable open has not yet migrated. */
+export const olderSchema = (shown: string, missing: ReadonlyArray<Version>) =>
+  new StoreFailure({
+    operation: "open",
+    message:
+      `${shown} is at an older schema version (missing migration(s) ${describe(missing)}); a read-only ` +
+      "open does not migrate. Start Pi (or any writable open) on it once to upgrade it."
+  })
+
+const VersionRows = Schema.Array(Schema.Struct({ id: Schema.Number, name: Schema.String }))
+
+/**
+ * The versions recorded in the database (none without a migrations table). Reads only, so it
+ * takes no write lock: the fast path of every open.
+ */
+export const recordedVersions: Effect.Effect<
+  ReadonlyArray<Version>,
+  SqlError.SqlError | StoreFailure,
+  SqlClient.SqlClient
+> = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  const exists = yield* sql.onDialectOrElse({
+    // to_regclass follows the connection's search_path, as the stores' statements do.
+    pg: () =>
+      Effect.map(
+        sql<{ found: string | null }>`SELECT to_regclass(${MIGRATIONS_TABLE})::text AS found`,
+        (rows) => (rows[0]?.found ?? null) !== null
+      ),
+    orElse: () =>
+      Effect.map(
+        sql<{
+          name: string
+        }>`SELECT name FROM sqlite_master WHERE type = 'table' AND name = ${MIGRATIONS_TABLE}`,
+        (rows) => rows.length > 0
+      )
+  })
+  if (!exists) return []
+  const rows = yield* sql`SELECT migration_id AS id, name FROM ${sql(MIGRATIONS_TABLE)} ORDER BY migration_id`
+  return yield* Schema.decodeUnknown(VersionRows)(rows).pipe(
+    Effect.mapError(
+      (error) =>
+        new StoreFailure({
+          operation: "open",
+          message: `unreadable ${MIGRATIONS_TABLE} table: ${error.message}`,
+          cause: error
+        })
+    )
+  )
+})
+
+/**
+ * Run the migrations with @effect/sql's Migrator. A failing migration is a defect there (it
+ * rolls the transaction back); here it is the open's typed failure.
+ */
+export const runMigrator = (
+  migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>>
+): Effect.Effect<
+  ReadonlyArray<readonly [number, string]>,
+  StoreFailure | SqlError.SqlError,
+  SqlClient.SqlClient
+> =>
+  Migrator.make({})({ loader: Migrator.fromRecord(migrations), table: MIGRATIONS_TABLE }).pipe(
+    Effect.catchTag("MigrationError", (error) => Effect.fail(migrationFailed(error))),
+    Effect.catchSomeDefect((defect) =>
+      defect instanceof Migrator.MigrationError
+        ? Option.some(Effect.fail(migrationFailed(defect)))
+        : Option.none()
+    )
+  )
+
+const migrationFailed = (error: Migrator.MigrationError) =>
+  new StoreFailure({
+    operation: "open",
+    message: `schema migration failed (nothing was changed): ${error.message}${
+      error.cause === undefined ? "" : `: ${String(error.cause)}`
+    }`,
+    cause: error
+  })

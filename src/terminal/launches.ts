@@ -23,8 +23,15 @@ import { Engine, type RunSummary } from "../engine/engine.ts"
 import { WorkflowRegistry } from "../engine/registry.ts"
 import { PiSession } from "../session/pi-session.ts"
 import { RunStore } from "../store/run-store.ts"
-import { RestartRefused, RESTART_LIMIT, decideRestart } from "./restart-policy.ts"
-import { type LaunchKind, type LaunchRecord, LaunchStore, type Reserved } from "./launch-store.ts"
+import {
+  type LaunchKind,
+  type LaunchRecord,
+  LaunchStore,
+  type Reserved,
+  RESTART_LIMIT,
+  RestartRefused
+} from "../store/launch-store.ts"
+import { decideRestart } from "./restart-policy.ts"
 import { terminalState } from "./terminal-outcome.ts"
 
 /** Recognised by name: the Monitor built-in's launch does not count as a restart. */

@@ -17,9 +17,15 @@ import { clipCodePoints, codePointLength, fitsCodePoints } from "../domain/text.
 import { PRESENTATION_TYPE } from "../domain/message-types.ts"
 import type { CustomMessage } from "../session/pi-session.ts"
 import { type RunRecord, RunStore } from "../store/run-store.ts"
-import { LaunchStore } from "./launch-store.ts"
-import { decideRestart, type Lineage, RESTART_LIMIT, restartCount } from "./restart-policy.ts"
-import { type ReasonKind, reasonKind, terminalState } from "./terminal-outcome.ts"
+import {
+  LaunchStore,
+  type Lineage,
+  type ReasonKind,
+  RESTART_LIMIT,
+  restartCount
+} from "../store/launch-store.ts"
+import { decideRestart } from "./restart-policy.ts"
+import { reasonKind, terminalState } from "./terminal-outcome.ts"
 
 /**
  * Bounds, in characters (Unicode code points); the facts lines are always kept. The input is

@@ -9,29 +9,8 @@
  */
 import { createHash } from "node:crypto"
 import { Option } from "effect"
+import type { ReasonKind } from "../store/launch-store.ts"
 import { isTerminal, type RunRecord, type TerminalRunState } from "../store/run-store.ts"
-
-/** Why a run ended, as one small closed value (a card field and a fingerprint input). */
-export type ReasonKind =
-  | "completed"
-  | "failed"
-  | "maxSteps"
-  | "timedOut"
-  | "agentCancelled"
-  | "userCancelled"
-  | "launchFailed"
-  | "controllerInterrupted"
-
-export const REASON_KINDS: ReadonlyArray<ReasonKind> = [
-  "completed",
-  "failed",
-  "maxSteps",
-  "timedOut",
-  "agentCancelled",
-  "userCancelled",
-  "launchFailed",
-  "controllerInterrupted"
-]
 
 /** The stored run facts a terminal outcome is computed from (a subset of `RunRecord`). */
 export type TerminalRun = Pick<

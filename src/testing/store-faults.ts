@@ -24,9 +24,9 @@ import { StoreFailure } from "../store/store-errors.ts"
 import type { DatabaseOptions, OpenError } from "../store/database.ts"
 import { Database } from "../store/database.ts"
 import { RunStore, type RunStoreService } from "../store/run-store.ts"
-import * as RunStoreSqlite from "../store/run-store-sqlite.ts"
+import * as RunStoreSql from "../store/run-store-sql.ts"
 import { TurnIntentStore, type TurnIntentStoreService } from "../store/turn-intent-store.ts"
-import * as TurnIntentStoreSqlite from "../store/turn-intent-store-sqlite.ts"
+import * as TurnIntentStoreSql from "../store/turn-intent-store-sql.ts"
 import { type Guard, guardRunStore, guardTurnIntentStore } from "./store-guards.ts"
 
 export { type GatedStores, layerGated } from "./store-guards.ts"
@@ -192,7 +192,7 @@ export const layerSqlite = (
 ): Layer.Layer<TurnIntentStore | StoreFaults | Database | SqlClient.SqlClient, OpenError> =>
   Layer.scopedContext(
     Effect.gen(function* () {
-      const base = yield* Layer.build(TurnIntentStoreSqlite.layerSqlite(options))
+      const base = yield* Layer.build(TurnIntentStoreSql.layerSqlite(options))
       const { store, control } = yield* make(Context.get(base, TurnIntentStore))
       return base.pipe(Context.add(TurnIntentStore, store), Context.add(StoreFaults, control))
     })
@@ -215,9 +215,7 @@ export const layerSqliteBoth = (
 > => Layer.merge(layer, layerRun).pipe(Layer.provideMerge(storesOn(options)))
 
 const storesOn = (options: DatabaseOptions) =>
-  Layer.merge(TurnIntentStoreSqlite.layer, RunStoreSqlite.layer).pipe(
-    Layer.provideMerge(Database.layer(options))
-  )
+  Layer.merge(TurnIntentStoreSql.layer, RunStoreSql.layer).pipe(Layer.provideMerge(Database.layer(options)))
 
 /**
  * Run `script` in a child Node process (with `argument` as its `process.argv[1]`) that takes a

@@ -10,7 +10,7 @@ import { Database } from "../store/database.ts"
 import { NotificationStore, type NotificationStoreService } from "../store/notification-store.ts"
 import { RunStore, type RunStoreService } from "../store/run-store.ts"
 import { TurnIntentStore, type TurnIntentStoreService } from "../store/turn-intent-store.ts"
-import { LaunchStore } from "../terminal/launch-store.ts"
+import { LaunchStore } from "../store/launch-store.ts"
 
 /** What runs around one call of `operation`; it may add a `StoreFailure`, which every operation declares. */
 export type Guard<Op extends string> = (

@@ -14,7 +14,7 @@ import BetterSqlite from "better-sqlite3"
 import { Effect } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { CONTROLLER_SCHEMA, controllerSchemaStatements } from "../../src/store/schema.ts"
-import { CONTROLLER_TABLES, readability } from "../../src/store/store-shape.ts"
+import { CONTROLLER_TABLES, readability } from "../../src/store/operator-reads.ts"
 import { expectOneLine, runCli } from "./cli-support.ts"
 import { seedHealthy, withStores } from "./seed-sqlite.ts"
 

@@ -3,7 +3,7 @@ import { Context, Effect, Layer, TestClock, TestContext } from "effect"
 import { layerStores } from "../../src/app/layers.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
-import { LaunchStore } from "../../src/terminal/launch-store.ts"
+import { LaunchStore } from "../../src/store/launch-store.ts"
 import { sampleFacts, sampleIntent } from "../support/fixtures.ts"
 import { newRun, resolvedIntent } from "./cli-support.ts"
 

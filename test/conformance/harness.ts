@@ -14,7 +14,7 @@ import { SourceEvents } from "../../src/interruption/source-events.ts"
 import { type FakeOptions, layerFake, PiSessionFake } from "../../src/session/pi-session-fake.ts"
 import { PiSession } from "../../src/session/pi-session.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
-import * as TurnIntentStoreSqlite from "../../src/store/turn-intent-store-sqlite.ts"
+import * as TurnIntentStoreSql from "../../src/store/turn-intent-store-sql.ts"
 import * as StoreFaults from "../../src/testing/store-faults.ts"
 import type { StoreFaultsControl, StoreOperation } from "../../src/testing/store-faults.ts"
 import { databaseLayerAt, freshLocation } from "../support/backend.ts"
@@ -52,7 +52,7 @@ export const makeHarness = (options: HarnessOptions = {}) =>
   Effect.gen(function* () {
     const path = options.path ?? (yield* freshLocation)
     const storeContext = yield* Layer.build(
-      TurnIntentStoreSqlite.layer.pipe(Layer.provideMerge(databaseLayerAt(path)))
+      TurnIntentStoreSql.layer.pipe(Layer.provideMerge(databaseLayerAt(path)))
     )
     const { store, control: faults } = yield* StoreFaults.make(Context.get(storeContext, TurnIntentStore))
     const sessionContext =

@@ -20,7 +20,7 @@ import { SourceEvents } from "../../src/interruption/source-events.ts"
 import { layerFake, PiSessionFake } from "../../src/session/pi-session-fake.ts"
 import { type CustomMessage, type DeliveryOptions, PiSession } from "../../src/session/pi-session.ts"
 import { TurnIntentStore, type TurnIntentStoreService } from "../../src/store/turn-intent-store.ts"
-import { layerSqlite } from "../../src/store/turn-intent-store-sqlite.ts"
+import { layerSqlite } from "../../src/store/turn-intent-store-sql.ts"
 import { run, terminal } from "../conformance/harness.ts"
 import { tempDbPath } from "../support/temp-db.ts"
 

@@ -8,16 +8,16 @@ import { describe, expect, it } from "@effect/vitest"
 import BetterSqlite from "better-sqlite3"
 import { Context, Effect, Either, Layer, Option } from "effect"
 import { type RunEnd, type RunRecord, RunStore, type RunStoreService } from "../../src/store/run-store.ts"
-import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
+import * as RunStoreSql from "../../src/store/run-store-sql.ts"
 import { chainOutcome, decideRestart } from "../../src/terminal/restart-policy.ts"
-import { type ReasonKind, reasonKind, terminalFingerprint } from "../../src/terminal/terminal-outcome.ts"
+import type { ReasonKind } from "../../src/store/launch-store.ts"
+import { reasonKind, terminalFingerprint } from "../../src/terminal/terminal-outcome.ts"
 import { sampleRun } from "../support/fixtures.ts"
 import { databaseLayerAt, freshLocation, isPgLocation, pgQuery } from "../support/backend.ts"
 
 const openStore = (location: string) =>
-  Effect.map(
-    Layer.build(RunStoreSqlite.layer.pipe(Layer.provideMerge(databaseLayerAt(location)))),
-    (context) => Context.get(context, RunStore)
+  Effect.map(Layer.build(RunStoreSql.layer.pipe(Layer.provideMerge(databaseLayerAt(location)))), (context) =>
+    Context.get(context, RunStore)
   )
 
 /** Raw statements on a connection of their own, as an older release's file would have been shaped. */

@@ -1,23 +1,22 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Either, Layer, Option, TestClock } from "effect"
 import { RunStore, type NewRun } from "../../src/store/run-store.ts"
-import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
+import * as RunStoreSql from "../../src/store/run-store-sql.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
-import * as TurnIntentStoreSqlite from "../../src/store/turn-intent-store-sqlite.ts"
+import * as TurnIntentStoreSql from "../../src/store/turn-intent-store-sql.ts"
 import { sampleFacts, sampleRun } from "../support/fixtures.ts"
 import { databaseLayerAt, freshLocation } from "../support/backend.ts"
 
 const openStore = (filename: string) =>
-  Effect.map(
-    Layer.build(RunStoreSqlite.layer.pipe(Layer.provideMerge(databaseLayerAt(filename)))),
-    (context) => Context.get(context, RunStore)
+  Effect.map(Layer.build(RunStoreSql.layer.pipe(Layer.provideMerge(databaseLayerAt(filename)))), (context) =>
+    Context.get(context, RunStore)
   )
 
 /** The run store and the turn intent store on one database. */
 const openStores = (location: string) =>
   Effect.map(
     Layer.build(
-      Layer.merge(RunStoreSqlite.layer, TurnIntentStoreSqlite.layer).pipe(
+      Layer.merge(RunStoreSql.layer, TurnIntentStoreSql.layer).pipe(
         Layer.provideMerge(databaseLayerAt(location))
       )
     ),

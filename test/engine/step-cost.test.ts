@@ -6,15 +6,14 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Either, Layer, Option } from "effect"
 import { RunStore } from "../../src/store/run-store.ts"
-import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
+import * as RunStoreSql from "../../src/store/run-store-sql.ts"
 import { databaseLayerAt, freshLocation } from "../support/backend.ts"
 import { sampleRun } from "../support/fixtures.ts"
 import { makeHarness } from "./support/harness.ts"
 
 const openStore = (filename: string) =>
-  Effect.map(
-    Layer.build(RunStoreSqlite.layer.pipe(Layer.provideMerge(databaseLayerAt(filename)))),
-    (context) => Context.get(context, RunStore)
+  Effect.map(Layer.build(RunStoreSql.layer.pipe(Layer.provideMerge(databaseLayerAt(filename)))), (context) =>
+    Context.get(context, RunStore)
   )
 
 /** s1 → s2 → … → sN, each a synchronous compute node that notes its visit in `log`. */

@@ -21,8 +21,8 @@ import {
   Scope,
   TestClock
 } from "effect"
-import { layerTurnIntentStorePg } from "../../src/store/pg/stores-pg.ts"
-import { layerSqlite } from "../../src/store/turn-intent-store-sqlite.ts"
+import { layerTurnIntentStorePg } from "../../src/store/pg/database-pg.ts"
+import { layerSqlite } from "../../src/store/turn-intent-store-sql.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import * as StoreFaultsKit from "../../src/testing/store-faults.ts"
 import { BUSY_MESSAGE, READONLY_MESSAGE, StoreFaults } from "../../src/testing/store-faults.ts"

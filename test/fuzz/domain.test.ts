@@ -17,7 +17,7 @@ import {
 import { checkId, intentId, sourceEventId } from "../../src/domain/identity.ts"
 import { codePointLength } from "../../src/domain/text.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
-import { layerSqlite } from "../../src/store/turn-intent-store-sqlite.ts"
+import { layerSqlite } from "../../src/store/turn-intent-store-sql.ts"
 import { tempDirectory } from "../../src/testing.ts"
 import { sampleIntent } from "../support/fixtures.ts"
 import {

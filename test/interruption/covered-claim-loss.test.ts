@@ -11,9 +11,9 @@ import type { Resolution } from "../../src/domain/turn-intent.ts"
 import { reconcileDebts } from "../../src/interruption/reconcile.ts"
 import { identify, owedIntent, runRefOfRecord } from "../../src/interruption/run-debts.ts"
 import { type NewRun, RunStore, type TerminalRunState } from "../../src/store/run-store.ts"
-import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
+import * as RunStoreSql from "../../src/store/run-store-sql.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
-import * as TurnIntentStoreSqlite from "../../src/store/turn-intent-store-sqlite.ts"
+import * as TurnIntentStoreSql from "../../src/store/turn-intent-store-sql.ts"
 import { databaseLayerAt, freshLocation } from "../support/backend.ts"
 import { sampleRun } from "../support/fixtures.ts"
 
@@ -23,7 +23,7 @@ const newRun = (runId: string): NewRun => sampleRun(runId, { targetSessionId: SE
 
 const stores = Effect.gen(function* () {
   const context = yield* Layer.build(
-    Layer.mergeAll(RunStoreSqlite.layer, TurnIntentStoreSqlite.layer).pipe(
+    Layer.mergeAll(RunStoreSql.layer, TurnIntentStoreSql.layer).pipe(
       Layer.provideMerge(databaseLayerAt(yield* freshLocation))
     )
   )

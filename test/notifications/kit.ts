@@ -13,9 +13,9 @@ import { Notifier } from "../../src/notifications/notifier.ts"
 import { layerFake, PiSessionFake } from "../../src/session/pi-session-fake.ts"
 import type { PiSession } from "../../src/session/pi-session.ts"
 import { NotificationStore } from "../../src/store/notification-store.ts"
-import * as NotificationStoreSqlite from "../../src/store/notification-store-sqlite.ts"
+import * as NotificationStoreSql from "../../src/store/notification-store-sql.ts"
 import { type NewRun, RunStore } from "../../src/store/run-store.ts"
-import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
+import * as RunStoreSql from "../../src/store/run-store-sql.ts"
 import { databaseLayerAt, freshLocation } from "../support/backend.ts"
 import { sampleRun } from "../support/fixtures.ts"
 
@@ -32,7 +32,7 @@ export const makeKit = (options: KitOptions = {}) =>
   Effect.gen(function* () {
     const path = options.path ?? (yield* freshLocation)
     const sessionContext = options.sessionContext ?? (yield* Layer.build(layerFake({ sessionId: "s1" })))
-    const stores = Layer.mergeAll(RunStoreSqlite.layer, NotificationStoreSqlite.layer).pipe(
+    const stores = Layer.mergeAll(RunStoreSql.layer, NotificationStoreSql.layer).pipe(
       Layer.provideMerge(databaseLayerAt(path))
     )
     const services = NotificationsLive.layer(

@@ -9,8 +9,8 @@ import { Effect, Layer, Schema } from "effect"
 import pg from "pg"
 import { Database } from "../../src/store/database.ts"
 import { layer as layerDatabasePg } from "../../src/store/pg/database-pg.ts"
-import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
-import * as TurnIntentStoreSqlite from "../../src/store/turn-intent-store-sqlite.ts"
+import * as RunStoreSql from "../../src/store/run-store-sql.ts"
+import * as TurnIntentStoreSql from "../../src/store/turn-intent-store-sql.ts"
 
 export const isPgLocation = (location: string) => /^postgres(ql)?:\/\//.test(location)
 
@@ -20,9 +20,7 @@ export const databaseAt = (location: string) =>
 
 /** TurnIntentStore + RunStore at `location`, both on one connection (pool), as src/app/layers.ts. */
 export const storesAt = (location: string) =>
-  Layer.merge(TurnIntentStoreSqlite.layer, RunStoreSqlite.layer).pipe(
-    Layer.provideMerge(databaseAt(location))
-  )
+  Layer.merge(TurnIntentStoreSql.layer, RunStoreSql.layer).pipe(Layer.provideMerge(databaseAt(location)))
 
 /** Every row of `sql` at `location`, decoded with `schema` (raw rows are checked, never cast). */
 export const rowsAt = <A, I>(location: string, schema: Schema.Schema<A, I>, sql: string) =>

@@ -25,7 +25,7 @@ import { makeFake, type PiSessionFakeControl } from "../../src/session/pi-sessio
 import { PiSession } from "../../src/session/pi-session.ts"
 import type { Database } from "../../src/store/database.ts"
 import { TurnIntentStore, type TurnIntentStoreService } from "../../src/store/turn-intent-store.ts"
-import * as TurnIntentStoreSqlite from "../../src/store/turn-intent-store-sqlite.ts"
+import * as TurnIntentStoreSql from "../../src/store/turn-intent-store-sql.ts"
 import { layer as StoreFaultsLayer, StoreFaults } from "../../src/testing/store-faults.ts"
 import { fork, type Mutation, type Proc } from "./proc.ts"
 import type { NaturalLog, PublishLog, SendLog } from "./records.ts"
@@ -112,7 +112,7 @@ export const makeWorld = (
         // turn-intent statement is atomic), so a new process on a new connection behaves the same.
         const stores = yield* Layer.build(
           StoreFaultsLayer.pipe(
-            Layer.provide(TurnIntentStoreSqlite.layer),
+            Layer.provide(TurnIntentStoreSql.layer),
             Layer.provide(Layer.succeedContext(connections[slot]))
           )
         ).pipe(Scope.extend(scope))

@@ -1,5 +1,5 @@
 /**
- * `StoreFailure.reason` from the drivers' codes (src/store/failure-reason.ts), both backends,
+ * `StoreFailure.reason` from the drivers' codes (src/store/store-errors.ts), both backends,
  * without a database: real driver error objects (better-sqlite3's SqliteError, pg's
  * DatabaseError, Node socket errors) under @effect/sql's SqlError, as the stores meet them. The
  * engine retries exactly the `Lock` failures (`isLockFailure`), whatever the message says.
@@ -9,9 +9,16 @@ import Sqlite from "better-sqlite3"
 import { Effect, Schema } from "effect"
 import { DatabaseError } from "pg-protocol/dist/messages.js"
 import { describe, expect, it } from "vitest"
-import { pgReason, reasonOf, sqliteReason } from "../../src/store/failure-reason.ts"
-import { isUnsent } from "../../src/store/pg/pg-failures.ts"
-import { asStoreFailure, isLockFailure, StoreFailure, storeFailure } from "../../src/store/store-errors.ts"
+import {
+  asStoreFailure,
+  isLockFailure,
+  isUnsent,
+  pgReason,
+  reasonOf,
+  sqliteReason,
+  StoreFailure,
+  storeFailure
+} from "../../src/store/store-errors.ts"
 
 const sqlite = (code: string, message = "sqlite says") =>
   new SqlError.SqlError({

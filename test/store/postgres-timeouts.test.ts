@@ -1,5 +1,5 @@
 /**
- * Every wait on PostgreSQL is bounded by the timing policy (src/store/pg/pg-timeouts.ts): the
+ * Every wait on PostgreSQL is bounded by the timing policy (src/store/pg/database-pg.ts): the
  * sessions start with `statement_timeout` and `idle_in_transaction_session_timeout` besides
  * `lock_timeout`, and the client stops waiting over a stalled connection. A statement the server
  * runs too long, a statement whose answer never arrives (the proxy holds every packet) and a
@@ -14,8 +14,8 @@ import { DEFAULT_TIMING_POLICY, TimingPolicy } from "../../src/domain/timing-pol
 import { layerFake, PiSessionFake } from "../../src/session/pi-session-fake.ts"
 import { Database } from "../../src/store/database.ts"
 import * as DatabasePg from "../../src/store/pg/database-pg.ts"
-import { sqlState } from "../../src/store/pg/pg-failures.ts"
-import { layerTurnIntentStorePg } from "../../src/store/pg/stores-pg.ts"
+import { sqlState } from "../../src/store/store-errors.ts"
+import { layerTurnIntentStorePg } from "../../src/store/pg/database-pg.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { freshPgUrl, pgQuery } from "../support/backend.ts"
 import { sampleIntent } from "../support/fixtures.ts"

@@ -1,5 +1,5 @@
 /**
- * Schema versions of the SQLite controller database (src/store/schema-versions.ts): what a
+ * Schema versions of the SQLite controller database (src/store/schema.ts): what a
  * fresh file records, that a file at this version opens without the write lock, that files of
  * a newer release or (read-only) of an older one are refused unchanged, that a failing
  * migration leaves nothing behind, and that processes opening one fresh file at once each
@@ -10,8 +10,7 @@ import { describe, expect, it } from "@effect/vitest"
 import BetterSqlite from "better-sqlite3"
 import { Context, Effect, Layer } from "effect"
 import { Database } from "../../src/store/database.ts"
-import { CONTROLLER_SCHEMA, controllerSchemaStatements } from "../../src/store/schema.ts"
-import { runMigrator } from "../../src/store/schema-versions.ts"
+import { CONTROLLER_SCHEMA, controllerSchemaStatements, runMigrator } from "../../src/store/schema.ts"
 import { sampleIntent } from "../support/fixtures.ts"
 import { openStoreAt, rawDb, snapshotIntents, snapshotSchema } from "../support/store.ts"
 import { tempDbPath } from "../support/temp-db.ts"

@@ -9,7 +9,7 @@ import BetterSqlite from "better-sqlite3"
 import { Cause, Context, Effect, Exit, Layer, Option, Scope } from "effect"
 import { Database } from "../../src/store/database.ts"
 import { RunStore } from "../../src/store/run-store.ts"
-import { layerSqlite } from "../../src/store/run-store-sqlite.ts"
+import { layerSqlite } from "../../src/store/run-store-sql.ts"
 import { holdWriteLock, readOnlyConnection } from "../../src/testing/store-faults.ts"
 import { tempDbPath } from "../support/temp-db.ts"
 

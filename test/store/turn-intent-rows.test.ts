@@ -6,7 +6,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { encodeFactsJson } from "../../src/domain/facts.ts"
-import { decodeIntents, TURN_INTENT_COLUMNS } from "../../src/store/turn-intent-rows.ts"
+import { decodeIntents } from "../../src/store/turn-intent-store-sql.ts"
+import { TURN_INTENT_COLUMNS } from "../../src/store/schema.ts"
 import { sampleFacts } from "../support/fixtures.ts"
 
 const row: Record<(typeof TURN_INTENT_COLUMNS)[number], unknown> = {

@@ -8,7 +8,7 @@ import { Context, Effect, Layer } from "effect"
 import { layerAppWith, type StoreServices } from "../../src/app/layers.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { RunStore } from "../../src/store/run-store.ts"
-import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
+import * as RunStoreSql from "../../src/store/run-store-sql.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { databaseLayerAt } from "./backend.ts"
@@ -19,9 +19,8 @@ export const STEP = "pi-workflows-agent-step"
 
 /** B: another runner's connection to the same file. */
 export const runnerB = (filename: string) =>
-  Effect.map(
-    Layer.build(RunStoreSqlite.layer.pipe(Layer.provideMerge(databaseLayerAt(filename)))),
-    (context) => Context.get(context, RunStore)
+  Effect.map(Layer.build(RunStoreSql.layer.pipe(Layer.provideMerge(databaseLayerAt(filename)))), (context) =>
+    Context.get(context, RunStore)
   )
 
 /** A, with its run started and its step prompt in the session; the prompt's request and attempt. */

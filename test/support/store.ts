@@ -7,8 +7,8 @@ import BetterSqlite from "better-sqlite3"
 import { Effect, Layer, Schema } from "effect"
 import type { DatabaseOptions } from "../../src/store/database.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
-import { layerTurnIntentStorePg } from "../../src/store/pg/stores-pg.ts"
-import { layerSqlite } from "../../src/store/turn-intent-store-sqlite.ts"
+import { layerTurnIntentStorePg } from "../../src/store/pg/database-pg.ts"
+import { layerSqlite } from "../../src/store/turn-intent-store-sql.ts"
 import { freshLocation, isPgLocation, pgQuery } from "./backend.ts"
 
 /** Open the store at `location` (a SQLite file, or a PostgreSQL URL) for the current scope. */

@@ -7,9 +7,9 @@
 import { Effect, Layer } from "effect"
 import { Database } from "../../src/store/database.ts"
 import { RunStore } from "../../src/store/run-store.ts"
-import * as RunStoreSqlite from "../../src/store/run-store-sqlite.ts"
-import * as LaunchStoreSqlite from "../../src/store/launch-store-sqlite.ts"
-import { LaunchStore } from "../../src/terminal/launch-store.ts"
+import * as RunStoreSql from "../../src/store/run-store-sql.ts"
+import * as LaunchStoreSql from "../../src/store/launch-store-sql.ts"
+import { LaunchStore } from "../../src/store/launch-store.ts"
 
 const [filename = "", crashAt = "none", toolCallId = "call-1", runId = "run-2"] = process.argv.slice(2)
 const kill = Effect.sync(() => process.kill(process.pid, "SIGKILL"))
@@ -40,7 +40,7 @@ const program = Effect.gen(function* () {
   process.stdout.write(`${JSON.stringify(reserved)}\n`)
 })
 
-const stores = Layer.merge(RunStoreSqlite.layer, LaunchStoreSqlite.layer).pipe(
+const stores = Layer.merge(RunStoreSql.layer, LaunchStoreSql.layer).pipe(
   Layer.provideMerge(Database.layer({ filename }))
 )
 await Effect.runPromise(program.pipe(Effect.provide(stores)))

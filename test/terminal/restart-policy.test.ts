@@ -1,13 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { Either } from "effect"
-import {
-  decodeLaunch,
-  encodeLaunch,
-  LAUNCH_SCHEMA,
-  type Lineage,
-  decideRestart,
-  type RestartCandidate
-} from "../../src/terminal/restart-policy.ts"
+import { decodeLaunch, encodeLaunch, LAUNCH_SCHEMA, type Lineage } from "../../src/store/launch-store.ts"
+import { decideRestart, type RestartCandidate } from "../../src/terminal/restart-policy.ts"
 import { reasonKind, terminalFingerprint } from "../../src/terminal/terminal-outcome.ts"
 import { completed, ending, run } from "./fixtures.ts"
 

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto"
 import { describe, expect, it } from "vitest"
-import type { Lineage } from "../../src/terminal/restart-policy.ts"
+import type { Lineage } from "../../src/store/launch-store.ts"
 import { MAX_INPUT_CHARS, MAX_RESULT_CHARS, terminalDecision } from "../../src/terminal/terminal-decision.ts"
 import { terminalFingerprint } from "../../src/terminal/terminal-outcome.ts"
 import { completed, ending, run } from "./fixtures.ts"

@@ -14,7 +14,7 @@ import { runTool } from "../../src/app/tool-actions.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import { PiSessionFake } from "../../src/testing.ts"
-import { LaunchStore } from "../../src/terminal/launch-store.ts"
+import { LaunchStore } from "../../src/store/launch-store.ts"
 import {
   buildApp,
   eventually,

@@ -14,14 +14,20 @@
  *   waiting for another session's lock (a table or row lock held elsewhere) fails typed after
  *   the budget, as SQLite's busy timeout does; inside a transaction a fiber's `withLockBudget`
  *   lowers it (`SET LOCAL`, in the round trip that sets the isolation level).
- * - Every other wait is bounded too (`pg-timeouts.ts`, from `TimingPolicy`): a statement the
+ * - Every other wait is bounded too (from `TimingPolicy`, below): a statement the
  *   server runs too long (`statement_timeout`), a transaction left idle by a stopped process
  *   (`idle_in_transaction_session_timeout`), and an answer that never arrives over a stalled
  *   connection (the client's `query_timeout`). All of them ride on the connection URL, so every
  *   connection the client's pool opens starts with them.
  * - Schema: @effect/sql's Migrator (`schema-pg.ts`), under an advisory lock so two processes
  *   opening a new database at once do not race; a database at this version is only read, one
- *   of a newer release refused (`../schema-versions.ts`).
+ *   of a newer release refused (`../schema.ts`).
+ *
+ * The four stores on PostgreSQL (`layerStoresPg`) are the SQL stores' own logic (`../*-sql.ts`)
+ * over this `Database` + `SqlClient`: every statement they issue is portable SQL or translated
+ * here, every multi-statement change runs in one SERIALIZABLE transaction, and every claim
+ * locks the rows it takes. So both backends share one definition of each operation's semantics
+ * and one set of tests.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -29,8 +35,13 @@ import * as SqlError from "@effect/sql/SqlError"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { Clock, Context, Duration, Effect, Layer, Option, Redacted, Schedule } from "effect"
 import pg from "pg"
-import { reasonOf } from "../failure-reason.ts"
-import { IncompatibleStore, StoreFailure, storeFailure } from "../store-errors.ts"
+import {
+  DEFAULT_LOCK_BUDGET_MS,
+  pgClientMargin,
+  pgDefaultTimeout,
+  TimingPolicy,
+  toMillis
+} from "../../domain/timing-policy.ts"
 import {
   currentLockBudget,
   Database,
@@ -38,12 +49,31 @@ import {
   type OpenError,
   withLockBudget
 } from "../database.ts"
-import { CONTROLLER_SCHEMA } from "../schema.ts"
-import { DEFAULT_LOCK_BUDGET_MS } from "../../domain/timing-policy.ts"
-import { compareVersions, newerSchema, recordedVersions, runMigrator } from "../schema-versions.ts"
-import { isConnectionFailure, isSerializationFailure, isUnsent } from "./pg-failures.ts"
-import { sessionTimeouts, sessionUrl } from "./pg-timeouts.ts"
-import { checkSchema, readOnlyUrl } from "./readonly-pg.ts"
+import * as LaunchStoreSql from "../launch-store-sql.ts"
+import type { LaunchStore } from "../launch-store.ts"
+import * as NotificationStoreSql from "../notification-store-sql.ts"
+import type { NotificationStore } from "../notification-store.ts"
+import * as RunStoreSql from "../run-store-sql.ts"
+import type { RunStore } from "../run-store.ts"
+import {
+  CONTROLLER_SCHEMA,
+  compareVersions,
+  newerSchema,
+  olderSchema,
+  recordedVersions,
+  runMigrator
+} from "../schema.ts"
+import {
+  IncompatibleStore,
+  isConnectionFailure,
+  isSerializationFailure,
+  isUnsent,
+  reasonOf,
+  StoreFailure,
+  storeFailure
+} from "../store-errors.ts"
+import * as TurnIntentStoreSql from "../turn-intent-store-sql.ts"
+import type { TurnIntentStore } from "../turn-intent-store.ts"
 import { KNOWN_PG, migrations } from "./schema-pg.ts"
 
 export interface PgDatabaseOptions {
@@ -57,7 +87,7 @@ export interface PgDatabaseOptions {
   readonly connectTimeoutMs?: number
   /**
    * Open for reading only (operator tools): no migration, the schema version must match, and
-   * every transaction is read-only (`readonly-pg.ts`).
+   * every transaction is read-only (`readOnlyUrl`).
    */
   readonly readonly?: boolean
 }
@@ -165,7 +195,7 @@ const open = (options: PgDatabaseOptions) =>
 
     /**
      * Run again after a serialization failure, or after a lost connection that cannot have
-     * committed anything (the body had not finished): pg-failures.ts.
+     * committed anything (the body had not finished): `isUnsent` in ../store-errors.ts.
      */
     const retryableTransaction = (error: unknown): boolean =>
       isSerializationFailure(error) ||
@@ -226,3 +256,130 @@ export const layer = (options: PgDatabaseOptions): Layer.Layer<Database | SqlCli
       Context.make(Database, database).pipe(Context.add(SqlClient.SqlClient, sql))
     )
   ).pipe(Layer.provide(Reactivity.layer))
+
+// --- Session bounds ----------------------------------------------------------------------------------
+// The server- and client-side bounds every PostgreSQL session of the stores starts with, from
+// `TimingPolicy` (`src/domain/timing-policy.ts`) and the connection's lock budget:
+//
+// - `lock_timeout` = the lock budget: a lock wait fails as a lock failure (SQLSTATE 55P03);
+// - `statement_timeout`: a statement the server runs longer is cancelled (57014);
+// - `idle_in_transaction_session_timeout`: a session idle inside a transaction (its process
+//   stopped or frozen) is ended by the server, which rolls it back and releases its locks (25P03);
+// - the client's `query_timeout`, a little past the statement timeout: over a stalled connection
+//   no answer (not even the server's cancellation) arrives, so the client stops waiting itself.
+//
+// All four travel in the connection URL (`sessionUrl`): the server's as `-c` startup options,
+// `query_timeout` as a parameter `pg` reads from the URL for each client of the pool.
+
+export interface SessionTimeouts {
+  readonly lockMs: number
+  readonly statementMs: number
+  readonly idleInTransactionMs: number
+  readonly clientMs: number
+}
+
+/** The policy's timeouts for a connection with lock budget `lockBudgetMs`; a statement bound not above it is refused. */
+export const sessionTimeouts = (lockBudgetMs: number): Effect.Effect<SessionTimeouts, StoreFailure> =>
+  Effect.gen(function* () {
+    const policy = yield* TimingPolicy
+    // 0 would mean "no limit" to PostgreSQL: a zero budget is the shortest wait instead.
+    const lockMs = Math.max(1, lockBudgetMs)
+    const derived = pgDefaultTimeout(lockMs)
+    const statementMs =
+      policy.pgStatementTimeout === null ? derived : Math.max(1, toMillis(policy.pgStatementTimeout))
+    const idleInTransactionMs =
+      policy.pgIdleInTransactionTimeout === null
+        ? derived
+        : Math.max(1, toMillis(policy.pgIdleInTransactionTimeout))
+    if (statementMs <= lockMs) {
+      return yield* new StoreFailure({
+        operation: "open",
+        message:
+          `TimingPolicy.pgStatementTimeout (${Duration.format(Duration.millis(statementMs))}) must exceed ` +
+          `the lock budget busyTimeoutMs (${lockMs} ms), or lock waits would end as statement timeouts`
+      })
+    }
+    return { lockMs, statementMs, idleInTransactionMs, clientMs: statementMs + pgClientMargin(statementMs) }
+  })
+
+/** `url` with `option` (e.g. `-c name=value`) added to its connection `options`. */
+export const withConnectionOption = (url: string, option: string): string => {
+  const parsed = new URL(url)
+  const options = parsed.searchParams.get("options")
+  parsed.searchParams.set("options", options === null || options === "" ? option : `${options} ${option}`)
+  return parsed.toString()
+}
+
+/** `url` with every bound of `timeouts` set for each session the client opens (throws on a bad URL). */
+export const sessionUrl = (url: string, timeouts: SessionTimeouts): string => {
+  const parsed = new URL(
+    withConnectionOption(
+      url,
+      [
+        `-c lock_timeout=${timeouts.lockMs}`,
+        `-c statement_timeout=${timeouts.statementMs}`,
+        `-c idle_in_transaction_session_timeout=${timeouts.idleInTransactionMs}`
+      ].join(" ")
+    )
+  )
+  parsed.searchParams.set("query_timeout", String(timeouts.clientMs))
+  return parsed.toString()
+}
+
+// --- Read-only open ----------------------------------------------------------------------------------
+// Opening a PostgreSQL controller database for reading only (the operator CLI): every
+// transaction on the pool's connections is read-only (`default_transaction_read_only`, set at
+// connection start through the URL's `options`), nothing is created or migrated, and the
+// database must be at exactly this release's schema version (`../schema.ts`).
+
+/** `url` with `-c default_transaction_read_only=on` added to its connection `options`. */
+export const readOnlyUrl = (url: string): string =>
+  withConnectionOption(url, "-c default_transaction_read_only=on")
+
+/** The database must be a controller database of this schema version (nothing is created). */
+export const checkSchema = (sql: SqlClient.SqlClient, shown: string) =>
+  Effect.gen(function* () {
+    // to_regclass follows the connection's search_path, as the stores' statements do.
+    const tables = yield* sql<{
+      found: string | null
+    }>`SELECT to_regclass('pi_workflows_metadata')::text AS found`
+    if ((tables[0]?.found ?? null) === null) {
+      return yield* new StoreFailure({
+        operation: "open",
+        message: `${shown} is not a pi-workflow-turns database (it has no pi_workflows_metadata table)`
+      })
+    }
+    const rows = yield* sql<{ value: string }>`SELECT value FROM pi_workflows_metadata WHERE key = 'schema'`
+    const found = rows[0]?.value ?? "(none)"
+    if (found !== CONTROLLER_SCHEMA) return yield* new IncompatibleStore({ databasePath: shown, found })
+    const versions = compareVersions(KNOWN_PG, yield* recordedVersions)
+    if (versions._tag === "Newer") return yield* newerSchema(shown, KNOWN_PG, versions.unknown)
+    if (versions._tag === "Behind") return yield* olderSchema(shown, versions.missing)
+  }).pipe(
+    Effect.provideService(SqlClient.SqlClient, sql),
+    Effect.catchTag("SqlError", (error) => Effect.fail(storeFailure("open")(error)))
+  )
+
+// --- The stores on PostgreSQL ----------------------------------------------------------------------
+
+type WithDatabase<S> = Layer.Layer<S | Database | SqlClient.SqlClient, OpenError>
+
+export const layerTurnIntentStorePg = (options: PgDatabaseOptions): WithDatabase<TurnIntentStore> =>
+  TurnIntentStoreSql.layer.pipe(Layer.provideMerge(layer(options)))
+
+export const layerRunStorePg = (options: PgDatabaseOptions): WithDatabase<RunStore> =>
+  RunStoreSql.layer.pipe(Layer.provideMerge(layer(options)))
+
+export const layerNotificationStorePg = (options: PgDatabaseOptions): WithDatabase<NotificationStore> =>
+  NotificationStoreSql.layer.pipe(Layer.provideMerge(layer(options)))
+
+/** All four stores on one pool. */
+export const layerStoresPg = (
+  options: PgDatabaseOptions
+): WithDatabase<TurnIntentStore | RunStore | NotificationStore | LaunchStore> =>
+  Layer.mergeAll(
+    TurnIntentStoreSql.layer,
+    RunStoreSql.layer,
+    NotificationStoreSql.layer,
+    LaunchStoreSql.layer
+  ).pipe(Layer.provideMerge(layer(options)))

@@ -1,8 +1,7 @@
 /**
  * DDL of the controller store on PostgreSQL: the same tables, columns, keys, CHECK constraints,
- * partial indexes and immutability rules as the SQLite schema (`../schema.ts`,
- * `../run-schema.ts`, `../launch-schema.ts`, `../notification-schema.ts`), in PostgreSQL's
- * dialect:
+ * partial indexes and immutability rules as the SQLite schema (`../schema.ts`, `../run-rows.ts`),
+ * in PostgreSQL's dialect:
  * - text columns use the "C" collation, so ORDER BY sorts as SQLite's BINARY collation does
  *   (oldest first by ISO time, then by ID) whatever the database's locale;
  * - epoch-millisecond columns are BIGINT (the client parses int8 to a JS number);
@@ -13,9 +12,8 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
-import { CONTROLLER_SCHEMA } from "../schema.ts"
-import { knownVersions } from "../schema-versions.ts"
-import { backfillRunEnds, runEndColumns } from "../run-schema.ts"
+import { backfillRunEnds, runEndColumns } from "../run-rows.ts"
+import { CONTROLLER_SCHEMA, knownVersions } from "../schema.ts"
 
 const T = `TEXT COLLATE "C"`
 const ID = (column: string, nullable = false) =>

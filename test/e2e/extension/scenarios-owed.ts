@@ -6,7 +6,7 @@ import { Effect } from "effect"
 import { FACTS_SCHEMA, type FallbackFacts } from "../../../src/domain/facts.ts"
 import { sourceEventId } from "../../../src/domain/identity.ts"
 import { TurnIntentStore } from "../../../src/store/turn-intent-store.ts"
-import { layerSqlite } from "../../../src/store/turn-intent-store-sqlite.ts"
+import { layerSqlite } from "../../../src/store/turn-intent-store-sql.ts"
 import { lastMessageOf, oneIntentResolvedBy, type Scenario, start, submit } from "./scenario.ts"
 import { DEPLOY, LINT, NIGHTLY_REPORT, REVIEW, TRIAGE } from "./workflow-sources.ts"
 

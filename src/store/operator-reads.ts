@@ -1,16 +1,18 @@
 /**
- * Whether the operator tools can read a database that opened read-only. The open checks the
- * schema marker and version, but lets one older file through on purpose (an unversioned file
- * with pending legacy `launch_failure` rows, so that `doctor` can name the reset) and cannot see
- * a table that is missing. This reads the structure (which controller tables exist, the legacy
- * rows, the recorded versions) and decides from those facts, before any store reads a table.
+ * What the operator tools read besides the stores. First, whether they can read a database
+ * that opened read-only: the open checks the schema marker and version, but lets one older
+ * file through on purpose (an unversioned file with pending legacy `launch_failure` rows, so
+ * that `doctor` can name the reset) and cannot see a table that is missing; `readShape` reads
+ * the structure (which controller tables exist, the legacy rows, the recorded versions) and
+ * `readability` decides from those facts, before any store reads a table. Second, IDs by
+ * prefix for the CLI's short IDs: one bounded query per table, the same on both backends; it
+ * scans the table (no index serves a prefix of a digest) and returns at most `limit` IDs.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Schema } from "effect"
 import { legacyLaunchFailures } from "./database.ts"
-import { migrations } from "./migrations.ts"
-import { compareVersions, knownVersions, recordedVersions } from "./schema-versions.ts"
-import { LegacyLaunchNotifications, type StoreFailure, storeFailure } from "./store-errors.ts"
+import { compareVersions, knownVersions, migrations, recordedVersions } from "./schema.ts"
+import { asStoreFailure, LegacyLaunchNotifications, type StoreFailure, storeFailure } from "./store-errors.ts"
 
 /** Every table of `pi-workflows.controller-store.v1`, on both backends (a fresh store has exactly these). */
 export const CONTROLLER_TABLES = [
@@ -183,3 +185,35 @@ const sqliteCode = (error: unknown): string | undefined => {
 
 /** The open failed because the file is not an SQLite database at all (SQLITE_NOTADB). */
 export const isNotADatabase = (error: StoreFailure): boolean => sqliteCode(error) === "SQLITE_NOTADB"
+
+// --- IDs by prefix -----------------------------------------------------------------------------
+
+const idsWithPrefix = (sql: SqlClient.SqlClient, table: "intents" | "runs", prefix: string, limit: number) =>
+  (table === "intents"
+    ? sql<{ readonly id: string }>`SELECT intent_id AS id FROM workflow_turn_intents
+        WHERE substr(intent_id, 1, ${prefix.length}) = ${prefix} ORDER BY intent_id LIMIT ${limit}`
+    : sql<{ readonly id: string }>`SELECT run_id AS id FROM workflow_runs
+        WHERE substr(run_id, 1, ${prefix.length}) = ${prefix} ORDER BY run_id LIMIT ${limit}`
+  ).pipe(
+    Effect.map((rows) => rows.map((row) => String(row.id))),
+    asStoreFailure("list")
+  )
+
+/** Pi session IDs (runs' and intents' target sessions) that start with `prefix`, at most `limit`. */
+const sessionsWithPrefix = (sql: SqlClient.SqlClient, prefix: string, limit: number) =>
+  sql<{ readonly id: string }>`SELECT id FROM (
+      SELECT target_session_id AS id FROM workflow_runs WHERE substr(target_session_id, 1, ${prefix.length}) = ${prefix}
+      UNION
+      SELECT target_session_id AS id FROM workflow_turn_intents
+        WHERE substr(target_session_id, 1, ${prefix.length}) = ${prefix}
+    ) AS sessions ORDER BY id LIMIT ${limit}`.pipe(
+    Effect.map((rows) => rows.map((row) => String(row.id))),
+    asStoreFailure("list")
+  )
+
+/** The prefix lookup over the client in context. */
+export const IdPrefixes = Effect.map(SqlClient.SqlClient, (sql) => ({
+  idsWithPrefix: (table: "intents" | "runs", prefix: string, limit: number) =>
+    idsWithPrefix(sql, table, prefix, limit),
+  sessionsWithPrefix: (prefix: string, limit: number) => sessionsWithPrefix(sql, prefix, limit)
+}))

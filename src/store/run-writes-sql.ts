@@ -1,19 +1,54 @@
 /**
- * The runner's writes under its claim. Each checks the caller's claim token first, inside one
- * `Database.immediate` (BEGIN IMMEDIATE), or as a condition of its single UPDATE, so a write
- * either happens under a claim that is still held or not at all.
+ * RunStore's writes (`run-store-sql.ts` assembles the store). The runner's writes under its
+ * claim check the token first, inside one `Database.immediate` (BEGIN IMMEDIATE) or as a
+ * condition of their single UPDATE, so they happen under a claim still held or not at all. The
+ * control writes for others (an abort's handoff, pause, cancel) decide on the run
+ * as it is inside one transaction (or one conditional UPDATE), never on a stale view.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
-import { Clock, Effect } from "effect"
-import { asStoreFailure, StoreFailure } from "./store-errors.ts"
-import { clearAnsweredAbort } from "./answered-abort.ts"
+import { Clock, Effect, Option } from "effect"
 import { type DatabaseService, waitingForLocks } from "./database.ts"
-import type { makeRunReads } from "./run-reads.ts"
-import { ClaimLost, RequestNotOpen } from "./run-errors.ts"
 import { decodeRequests, decodeSteps, decodeToken, toRequest, toStep } from "./run-rows.ts"
-import type { EndKind, Fence, RunStoreService, RunTransition, TerminalRunState } from "./run-store.ts"
+import {
+  ClaimLost,
+  type EndKind,
+  type Fence,
+  isTerminal,
+  RequestNotOpen,
+  type RunNotFound,
+  type RunRecord,
+  type RunStoreService,
+  type RunTransition,
+  type TerminalRunState
+} from "./run-store.ts"
+import { asStoreFailure, type InfraError, StoreFailure } from "./store-errors.ts"
 
-export type RunReads = ReturnType<typeof makeRunReads>
+/**
+ * An answered abort: the row still says an abort is pending (`abort_pending = 1`), but a
+ * workflow prompt of the run already resolved that abort's intent (`workflowPrompt`). The runner
+ * that sent the prompt clears the row right after the send; if it died, lost its claim or its
+ * clear failed first, the run's end would reuse the resolved intent and get no terminal turn. So
+ * every write that takes the row's pending abort as outstanding (a claim: the new owner's memory
+ * is read from the row; a run's end, a cancel, a handoff) first clears an answered one, in the
+ * same transaction or as its own idempotent statement: a resolved intent stays resolved.
+ *
+ * The intent is found by the fields its identity derives from (run, cause, node, attempt): one
+ * attempt's turn is aborted at most once per cause. An ended row is never touched (what it owes
+ * is settled; reconciliation reads answered aborts itself, `run-debts.ts`). Portable SQL:
+ * null-safe equality via `coalesce`, IDs are never empty.
+ */
+export const clearAnsweredAbort = (sql: SqlClient.SqlClient, runId: string) =>
+  sql`UPDATE workflow_runs SET abort_pending = 0
+    WHERE run_id = ${runId} AND abort_pending = 1
+      AND state NOT IN ('completed', 'failed', 'timed_out', 'cancelled')
+      AND EXISTS (SELECT 1 FROM workflow_turn_intents i
+        WHERE i.run_id = workflow_runs.run_id AND i.cause = workflow_runs.abort_cause
+          AND coalesce(i.node_id, '') = coalesce(workflow_runs.abort_node_id, '')
+          AND coalesce(i.attempt_id, '') = coalesce(workflow_runs.abort_attempt_id, '')
+          AND i.resolution = 'workflowPrompt')`
+
+/** A run as it is now, read inside the caller's transaction (`run-store-sql.ts`). */
+export type RequireRun = (runId: string) => Effect.Effect<RunRecord, RunNotFound | InfraError>
 
 export const iso = (millis: number) => new Date(millis).toISOString()
 const json = (value: unknown) => (value === undefined ? null : JSON.stringify(value))
@@ -27,20 +62,21 @@ const PLAIN_KIND: Record<TerminalRunState, EndKind> = {
 }
 
 /** A row the fence just proved present: its absence is a store fault, not a domain error. */
-export const presentRun = (reads: RunReads) => (runId: string) =>
-  Effect.catchTag(reads.requireRun(runId), "RunNotFound", (error) =>
+export const presentRun = (requireRun: RequireRun) => (runId: string) =>
+  Effect.catchTag(requireRun(runId), "RunNotFound", (error) =>
     Effect.fail(new StoreFailure({ operation: "read", message: error.message }))
   )
 
 export const makeFencedWrites = (
   sql: SqlClient.SqlClient,
   db: DatabaseService,
-  reads: RunReads
+  requireRun: RequireRun
 ): Pick<
   RunStoreService,
   "startStep" | "openRequest" | "recordInterruption" | "clearInterruption" | "submit" | "settle"
 > => {
-  const fencedRun = presentRun(reads)
+  const fencedRun = presentRun(requireRun)
+  const lockWait = waitingForLocks(db)
 
   /** Inside one immediate transaction: verify the claim, then run `body`. */
   const fenced = <A, E, R>(operation: string, fence: Fence, body: Effect.Effect<A, E, R>) =>
@@ -101,9 +137,8 @@ export const makeFencedWrites = (
   const recordInterruption: RunStoreService["recordInterruption"] = (fence, p) =>
     Effect.gen(function* () {
       const now = iso(yield* Clock.currentTimeMillis)
-      const rows = yield* waitingForLocks(
-        db
-      )(sql`UPDATE workflow_runs SET abort_cause = ${p.cause}, abort_node_id = ${p.nodeId},
+      const rows =
+        yield* lockWait(sql`UPDATE workflow_runs SET abort_cause = ${p.cause}, abort_node_id = ${p.nodeId},
           abort_attempt_id = ${p.attemptId}, abort_interruption = ${p.interruption}, abort_pending = 1,
           interruptions = max(interruptions, ${p.interruption + 1}), updated_at = ${now}
         WHERE run_id = ${fence.runId} AND claim_token = ${fence.token}
@@ -234,4 +269,121 @@ export const makeFencedWrites = (
     )
 
   return { startStep, openRequest, recordInterruption, clearInterruption, submit, settle }
+}
+
+// --- Control writes (no claim) ------------------------------------------------------------------
+
+export const makeControlWrites = (
+  sql: SqlClient.SqlClient,
+  db: DatabaseService,
+  requireRun: RequireRun
+): Pick<RunStoreService, "recordHandoff" | "requestPause" | "withdrawPause" | "cancel"> => {
+  const lockWait = waitingForLocks(db)
+
+  // A request of the run at a later step than the aborted attempt: the new owner built and sent
+  // (or is sending) its own prompt after the claim changed.
+  const laterRequest = (runId: string, attemptId: string | null) =>
+    sql`SELECT 1 FROM workflow_requests q JOIN workflow_steps s ON s.attempt_id = q.attempt_id
+        WHERE q.run_id = ${runId}
+          AND s.seq > (SELECT a.seq FROM workflow_steps a WHERE a.attempt_id = ${attemptId})`
+
+  const recordHandoff: RunStoreService["recordHandoff"] = (runId, p, options) =>
+    Effect.gen(function* () {
+      const now = iso(yield* Clock.currentTimeMillis)
+      const unless = options?.unlessSuperseded === true ? 1 : 0
+      // An abort a prompt answered is not outstanding: the handoff's own is recorded instead.
+      yield* lockWait(clearAnsweredAbort(sql, runId))
+      const rows =
+        yield* lockWait(sql`UPDATE workflow_runs SET abort_cause = ${p.cause}, abort_node_id = ${p.nodeId},
+          abort_attempt_id = ${p.attemptId}, abort_interruption = ${p.interruption}, abort_pending = 1,
+          interruptions = max(interruptions, ${p.interruption + 1}), updated_at = ${now}
+        WHERE run_id = ${runId} AND abort_pending = 0
+          AND state NOT IN ('completed', 'failed', 'timed_out', 'cancelled')
+          AND NOT (${unless} = 1 AND EXISTS (${laterRequest(runId, p.attemptId)}))
+        RETURNING run_id`)
+      const run = yield* requireRun(runId)
+      if (rows.length > 0) return { _tag: "Recorded", run } as const
+      if (isTerminal(run.state)) return { _tag: "Ended", run } as const
+      // A later request never goes away: one that kept the row as it was is still there.
+      const later =
+        unless === 1 &&
+        (yield* sql`SELECT 1 AS later WHERE EXISTS (${laterRequest(runId, p.attemptId)})`).length > 0
+      return later ? ({ _tag: "Superseded", run } as const) : ({ _tag: "Kept", run } as const)
+    }).pipe(asStoreFailure("recordHandoff"))
+
+  const requestPause: RunStoreService["requestPause"] = (runId) =>
+    db
+      .immediate(
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const run = yield* requireRun(runId)
+          if (isTerminal(run.state) || run.state === "queued") return { _tag: "Refused", run } as const
+          if (run.state === "waiting") return { _tag: "Held", run } as const
+          if (run.claimToken !== null && (run.claimExpiresAt ?? 0) > now) {
+            yield* sql`UPDATE workflow_runs SET pause_requested = 1, updated_at = ${iso(now)}
+              WHERE run_id = ${runId}`
+            return { _tag: "Requested", run: yield* requireRun(runId) } as const
+          }
+          yield* sql`UPDATE workflow_runs SET state = 'waiting', pause_requested = 0, claim_token = NULL,
+              claim_expires_at = NULL, updated_at = ${iso(now)} WHERE run_id = ${runId}`
+          return { _tag: "Held", run: yield* requireRun(runId) } as const
+        })
+      )
+      .pipe(asStoreFailure("requestPause"))
+
+  const withdrawPause: RunStoreService["withdrawPause"] = (runId) =>
+    db
+      .immediate(
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const run = yield* requireRun(runId)
+          if (run.state !== "running" || !run.pauseRequested) return Option.none()
+          yield* sql`UPDATE workflow_runs SET pause_requested = 0, updated_at = ${iso(now)} WHERE run_id = ${runId}`
+          return Option.some(yield* requireRun(runId))
+        })
+      )
+      .pipe(asStoreFailure("withdrawPause"))
+
+  const cancel: RunStoreService["cancel"] = (runId, by) =>
+    db
+      .immediate(
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const at = iso(now)
+          // An abort a prompt answered is not the one this cancel reuses (an ended row is kept).
+          yield* clearAnsweredAbort(sql, runId)
+          const run = yield* requireRun(runId)
+          if (isTerminal(run.state)) return { _tag: "Refused", run } as const
+          if (run.claimToken !== null && (run.claimExpiresAt ?? 0) > now) {
+            yield* sql`UPDATE workflow_runs SET cancel_requested = ${by}, updated_at = ${at} WHERE run_id = ${runId}`
+            return { _tag: "Requested", run: yield* requireRun(runId) } as const
+          }
+          const error = { message: `cancelled by the ${by}`, nodeId: run.currentNodeId, original: null }
+          // The agent's cancel owes the run's terminal turn: its provenance goes on the row in the
+          // same transaction (an outstanding abort of the run is kept and reused instead), so
+          // reconciliation finds the debt after a crash.
+          if (by === "agent" && !run.abortPending) {
+            yield* sql`UPDATE workflow_runs SET abort_cause = 'agentCancelled',
+                abort_node_id = ${run.currentNodeId}, abort_attempt_id = ${run.currentAttemptId},
+                abort_interruption = ${run.interruptions}, abort_pending = 1,
+                interruptions = ${run.interruptions + 1}
+              WHERE run_id = ${runId}`
+          }
+          yield* sql`UPDATE workflow_requests SET state = 'closed', closed_reason = 'cancelled', ended_at = ${at}
+            WHERE run_id = ${runId} AND state = 'open'`
+          yield* sql`UPDATE workflow_steps SET outcome = 'cancelled', ended_at = ${at}
+            WHERE run_id = ${runId} AND outcome IS NULL AND interrupted IS NULL`
+          // The cancelled row keeps who cancelled it (`cancel_requested`, `end_by`).
+          yield* sql`UPDATE workflow_runs SET state = 'cancelled', error_json = ${JSON.stringify(error)},
+              ended_at = ${at}, updated_at = ${at}, claim_token = NULL, claim_expires_at = NULL,
+              pause_requested = 0, cancel_requested = ${by}, parked_reason = NULL,
+              end_kind = 'cancelled', end_by = ${by}, end_node_id = ${run.currentNodeId},
+              end_attempt_id = ${run.currentAttemptId}
+            WHERE run_id = ${runId}`
+          return { _tag: "Cancelled", run: yield* requireRun(runId) } as const
+        })
+      )
+      .pipe(asStoreFailure("cancel"))
+
+  return { recordHandoff, requestPause, withdrawPause, cancel }
 }

@@ -1,6 +1,6 @@
 /**
- * LaunchStore on the controller SQLite database (`workflow_run_launches`, DDL in
- * `launch-schema.ts`). `reserve` runs in one BEGIN IMMEDIATE transaction; the caller's run
+ * LaunchStore on the controller database (SQLite, or PostgreSQL through the same SqlClient;
+ * `workflow_run_launches`, DDL in `schema.ts`). `reserve` runs in one BEGIN IMMEDIATE transaction; the caller's run
  * creation joins it as a savepoint, so the run and its launch row commit together or not at all.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -8,19 +8,17 @@ import type * as SqlError from "@effect/sql/SqlError"
 import { Clock, Effect, Either, Layer, Option, type ParseResult, Schema } from "effect"
 import { asStoreFailure, StoreFailure, storeFailure } from "./store-errors.ts"
 import {
-  LaunchAlreadyReserved,
-  RestartRefused,
   decodeLaunch,
   encodeLaunch,
-  LAUNCH_SCHEMA
-} from "../terminal/restart-policy.ts"
-import {
+  LAUNCH_SCHEMA,
+  LaunchAlreadyReserved,
   type LaunchRecord,
   LaunchStore,
   type LaunchStoreService,
+  type Reserved,
   type ReserveLaunch,
-  type Reserved
-} from "../terminal/launch-store.ts"
+  RestartRefused
+} from "./launch-store.ts"
 import { Database } from "./database.ts"
 
 const Row = Schema.Struct({

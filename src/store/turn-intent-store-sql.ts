@@ -1,35 +1,118 @@
 /**
- * TurnIntentStore on the controller database (SQLite, and PostgreSQL through the same
- * SqlClient). Every state change is one conditional statement (`UPDATE … WHERE <state still
- * allows it> RETURNING *`), so two claimants in two processes can never both win, and no
- * read-then-write window exists to lose a race in. Rows are decoded with Schema
- * (`turn-intent-rows.ts`); every statement waits for another connection's lock within the
- * fiber's budget (`Database.lockWait`).
+ * TurnIntentStore on the controller database (SQLite, or PostgreSQL through the same SqlClient).
+ * Every state change is one conditional statement (`UPDATE … WHERE <state still allows it>
+ * RETURNING *`), so two claimants in two processes can never both win and no read-then-write
+ * window exists to lose a race in; each waits for another connection's lock within the fiber's
+ * budget (`Database.lockWait`). Rows are decoded strictly before anyone sees them: exactly the
+ * table's columns, each of its type and value set, the facts JSON as strictly as everywhere.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type * as SqlError from "@effect/sql/SqlError"
-import { Clock, Effect, Layer, Option } from "effect"
+import { Clock, Effect, Layer, Option, ParseResult, Schema } from "effect"
 import { ClaimNotHeld, IdentityCollision, IntentNotFound } from "../domain/errors.ts"
-import { validateFactsJson } from "../domain/facts.ts"
+import { encodeFactsJson, FallbackFacts, parseStoredFacts, validateFactsJson } from "../domain/facts.ts"
 import { intentId as deriveIntentId, invalidId } from "../domain/identity.ts"
-import { IMMUTABLE_FIELDS, type TurnIntent } from "../domain/turn-intent.ts"
+import { Cause, IMMUTABLE_FIELDS, Resolution, type TurnIntent } from "../domain/turn-intent.ts"
 import { Database, type DatabaseOptions, type OpenError, waitingForLocks } from "./database.ts"
+import { TURN_INTENT_COLUMNS } from "./schema.ts"
 import { StoreFailure, storeFailure } from "./store-errors.ts"
 import {
+  type EnsureIntent,
   invalidCause,
   invalidClaim,
   invalidInteger,
   invalidResolution,
   invalidState,
-  valid
-} from "./turn-intent-input.ts"
-import { decodeIntents } from "./turn-intent-rows.ts"
-import {
-  type EnsureIntent,
   MAX_LIST_LIMIT,
   TurnIntentStore,
-  type TurnIntentStoreService
+  type TurnIntentStoreService,
+  valid
 } from "./turn-intent-store.ts"
+
+/** Facts text as stored: decoded by `parseStoredFacts` (its reason is the issue's message). */
+const StoredFacts = Schema.transformOrFail(Schema.String, Schema.typeSchema(FallbackFacts), {
+  strict: true,
+  decode: (text, _options, ast) => {
+    const facts = parseStoredFacts(text)
+    return typeof facts === "string"
+      ? ParseResult.fail(new ParseResult.Type(ast, text, `fallback_facts_json: ${facts}`))
+      : ParseResult.succeed(facts)
+  },
+  encode: (facts) => ParseResult.succeed(encodeFactsJson(facts))
+})
+
+const Text = Schema.String
+const TextOrNull = Schema.NullOr(Schema.String)
+
+/** One row of `workflow_turn_intents`, column by column. */
+export const TurnIntentRow = Schema.Struct({
+  intent_id: Text,
+  source_event_id: Text,
+  run_id: Text,
+  workflow_ref: Text,
+  target_session_id: Text,
+  cause: Cause,
+  node_id: TextOrNull,
+  attempt_id: TextOrNull,
+  fallback_facts_json: StoredFacts,
+  requested_at: Text,
+  eligible_at: TextOrNull,
+  resolved_at: TextOrNull,
+  resolution: Schema.NullOr(Resolution),
+  resolution_message_id: TextOrNull,
+  delivery_claim_token: TextOrNull,
+  delivery_claim_expires_at: Schema.NullOr(Schema.Number)
+})
+
+const toIntent = (row: typeof TurnIntentRow.Type): TurnIntent => ({
+  intentId: row.intent_id,
+  sourceEventId: row.source_event_id,
+  runId: row.run_id,
+  workflowRef: row.workflow_ref,
+  targetSessionId: row.target_session_id,
+  cause: row.cause,
+  nodeId: row.node_id,
+  attemptId: row.attempt_id,
+  facts: row.fallback_facts_json,
+  requestedAt: row.requested_at,
+  eligibleAt: row.eligible_at,
+  resolvedAt: row.resolved_at,
+  resolution: row.resolution,
+  resolutionMessageId: row.resolution_message_id,
+  deliveryClaimToken: row.delivery_claim_token,
+  deliveryClaimExpiresAt: row.delivery_claim_expires_at
+})
+
+// Every column the table has (`schema.ts`) is a field of the row.
+const COLUMN_COUNT = (TURN_INTENT_COLUMNS satisfies ReadonlyArray<keyof typeof TurnIntentRow.fields>).length
+
+/** Exactly the table's column count: with every column present (the Schema checks that), no other. */
+const hasOnlyTableColumns = (rows: ReadonlyArray<unknown>): boolean =>
+  rows.every((row) => typeof row === "object" && row !== null && Object.keys(row).length === COLUMN_COUNT)
+
+// The strict decode (`onExcessProperty: "error"`) costs ~9 µs more per row (docs/bench.md): rows
+// with the table's column count take the plain one, any other shape the strict one, which names
+// the column that does not belong.
+const decodeRows = Schema.decodeUnknown(Schema.Array(TurnIntentRow))
+const decodeRowsStrictly = Schema.decodeUnknown(Schema.Array(TurnIntentRow), { onExcessProperty: "error" })
+
+/** Decode result rows; a row that does not decode is a store fault (StoreFailure), never data. */
+export const decodeIntents =
+  (operation: string) =>
+  (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<TurnIntent>, StoreFailure> =>
+    rows.length === 0
+      ? Effect.succeed([])
+      : Effect.mapBoth((hasOnlyTableColumns(rows) ? decodeRows : decodeRowsStrictly)(rows), {
+          onFailure: (error) =>
+            new StoreFailure({
+              operation,
+              message: `stored turn intent does not decode: ${error.message}`,
+              cause: error
+            }),
+          onSuccess: (decoded) => decoded.map(toIntent)
+        })
+
+type Rows = Effect.Effect<ReadonlyArray<unknown>, SqlError.SqlError>
 
 const iso = (millis: number) => new Date(millis).toISOString()
 
@@ -47,38 +130,25 @@ export const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   const lockWait = waitingForLocks(yield* Database)
 
-  /**
-   * A row limit is part of the text (`LIMIT 10`), never a bound parameter: on SQLite 3.53 a
-   * rebound `LIMIT ?` costs ~13 µs per call (the planner re-plans), a constant one nothing. The
-   * limit is a validated integer (1…MAX_LIST_LIMIT).
-   */
+  // A row limit is part of the text (`LIMIT 10`), never a bound parameter: on SQLite 3.53 a
+  // rebound `LIMIT ?` costs ~13 µs per call (re-planned). It is validated (1…MAX_LIST_LIMIT).
   const limit = (n: number) => sql.literal(String(Math.trunc(n)))
 
-  /**
-   * A claim picks its rows in a subquery. Under PostgreSQL's READ COMMITTED, two claimants may
-   * pick the same rows from their snapshots, and the second one's UPDATE, after waiting for the
-   * first one's row lock, re-checks only `intent_id IN (…)` and claims them again. Locking the
-   * picked rows there (`FOR UPDATE SKIP LOCKED`) makes each claimant take rows no one else is
-   * taking, and the lock re-checks the row's current version against the claim's conditions.
-   * SQLite has one writer at a time: nothing to add.
-   */
+  // A claim picks its rows in a subquery. Under PostgreSQL's READ COMMITTED two claimants may pick
+  // the same rows, and the second UPDATE, after waiting for the first one's row lock, re-checks
+  // only `intent_id IN (…)` and claims them again. `FOR UPDATE SKIP LOCKED` there makes each take
+  // rows no one else is taking, re-checked against the claim's conditions. SQLite: one writer.
   const lockPicked = sql.onDialectOrElse({
     pg: () => sql.literal(" FOR UPDATE SKIP LOCKED"),
     orElse: () => sql.literal("")
   })
 
   /** Run one statement (lock wait included); its failure is this operation's StoreFailure. */
-  const run = (
-    operation: string,
-    statement: Effect.Effect<ReadonlyArray<unknown>, SqlError.SqlError>
-  ): Effect.Effect<ReadonlyArray<unknown>, StoreFailure> =>
+  const run = (operation: string, statement: Rows): Effect.Effect<ReadonlyArray<unknown>, StoreFailure> =>
     Effect.mapError(lockWait(statement), storeFailure(operation))
 
   /** Run a statement that returns intent rows, decoded. */
-  const intents = (
-    operation: string,
-    statement: Effect.Effect<ReadonlyArray<unknown>, SqlError.SqlError>
-  ): Effect.Effect<ReadonlyArray<TurnIntent>, StoreFailure> =>
+  const intents = (operation: string, statement: Rows) =>
     Effect.flatMap(run(operation, statement), decodeIntents(operation))
 
   const first = (found: ReadonlyArray<TurnIntent>) => Option.fromNullable(found[0])
