@@ -19,7 +19,7 @@ import {
   type ReserveLaunch,
   RestartRefused
 } from "./launch-store.ts"
-import { Database } from "./database.ts"
+import { Database, traced } from "./database.ts"
 
 const Row = Schema.Struct({
   run_id: Schema.String,
@@ -142,10 +142,16 @@ export const make = Effect.gen(function* () {
           error instanceof Inner
             ? Effect.fail(error.error)
             : Effect.fail(storeFailure("launch.reserve")(error))
-        )
+        ),
+        Effect.withSpan("LaunchStore.reserve")
       )
 
-  return LaunchStore.of({ get, childOf, byTerminal, reserve })
+  return LaunchStore.of({
+    get: traced("LaunchStore.get", get),
+    childOf: traced("LaunchStore.childOf", childOf),
+    byTerminal: traced("LaunchStore.byTerminal", byTerminal),
+    reserve
+  })
 })
 
 /** The store over an already-provided Database + SqlClient (schema created by the Database). */

@@ -6,7 +6,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect, Either, Layer, Option, type ParseResult, Schema } from "effect"
 import { InvalidInput } from "../domain/errors.ts"
-import { Database, type DatabaseOptions, type OpenError, waitingForLocks } from "./database.ts"
+import { Database, type DatabaseOptions, type OpenError, traced, waitingForLocks } from "./database.ts"
 import { asStoreFailure } from "./store-errors.ts"
 import {
   type Notification,
@@ -170,7 +170,12 @@ export const make = Effect.gen(function* () {
       )
     })
 
-  return NotificationStore.of({ insert, latest, takePending, list })
+  return NotificationStore.of({
+    insert: traced("NotificationStore.insert", insert),
+    latest: traced("NotificationStore.latest", latest),
+    takePending: traced("NotificationStore.takePending", takePending),
+    list: traced("NotificationStore.list", list)
+  })
 })
 
 export const layer: Layer.Layer<NotificationStore, never, SqlClient.SqlClient> = Layer.effect(
