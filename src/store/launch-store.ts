@@ -18,17 +18,7 @@ import type { StoreFailure } from "./store-errors.ts"
 // never a half-trusted value.
 
 /** Why a run ended, as one small closed value (a card field, a fingerprint input, a chain outcome). */
-export type ReasonKind =
-  | "completed"
-  | "failed"
-  | "maxSteps"
-  | "timedOut"
-  | "agentCancelled"
-  | "userCancelled"
-  | "launchFailed"
-  | "controllerInterrupted"
-
-export const REASON_KINDS: ReadonlyArray<ReasonKind> = [
+export const ReasonKind = Schema.Literal(
   "completed",
   "failed",
   "maxSteps",
@@ -37,7 +27,8 @@ export const REASON_KINDS: ReadonlyArray<ReasonKind> = [
   "userCancelled",
   "launchFailed",
   "controllerInterrupted"
-]
+)
+export type ReasonKind = typeof ReasonKind.Type
 
 export const LAUNCH_SCHEMA = "pi-workflows.run-launch.v1"
 
@@ -53,7 +44,7 @@ const Id = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(512))
 export const ChainOutcome = Schema.Struct({
   runId: Id,
   state: Schema.Literal("completed", "failed", "timed_out", "cancelled"),
-  reasonKind: Schema.Literal(...(REASON_KINDS as [ReasonKind, ...ReasonKind[]])),
+  reasonKind: ReasonKind,
   fingerprint: Schema.String.pipe(Schema.maxLength(128)),
   summary: Schema.String.pipe(Schema.maxLength(MAX_SUMMARY_CHARS))
 })
