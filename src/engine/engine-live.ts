@@ -323,6 +323,12 @@ export const make = (config: EngineConfig = {}) =>
 
     const active: EngineService["active"] = Effect.fn("Engine.active")(function* (sessionId) {
       yield* Effect.annotateCurrentSpan("sessionId", sessionId)
+      // A run this process drives for the session is its one reservation while not ended: one
+      // row instead of the session's 20 newest (the agent's cancel reads this before its abort).
+      const held = [...(yield* Ref.get(handles)).values()].find((h) => h.ref.targetSessionId === sessionId)
+      const mine = held === undefined ? Option.none() : yield* store.get(held.runId)
+      if (Option.isSome(mine) && !isTerminal(mine.value.state))
+        return Option.some(summarize(mine.value, yield* now))
       // One reservation per session: at most one such run exists, and it is among the newest.
       const runs = yield* store.listBySession(sessionId, 20)
       const at = yield* now

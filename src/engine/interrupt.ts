@@ -47,9 +47,21 @@ export const interrupt = Effect.fn("Runner.interrupt")(function* (
   let reason = requestedReason
   // A read never waits for another process's write lock (WAL): find out cheaply whether the
   // claim is still ours, so a turn whose run was taken over is reported as a claim loss.
-  const claim = yield* deps.store
-    .get(run.runId)
-    .pipe(Effect.timeout(Duration.millis(CLAIM_CHECK_MS)), Effect.either, Effect.interruptible)
+  // The claim-only read first; the whole row (snapshot, step count) only when the claim is gone
+  // or the cause is already a claim loss (then the row's end decides what the abort records).
+  const whole = deps.store.get(run.runId)
+  const read =
+    cause === "claimLost"
+      ? whole
+      : deps.store.control(run.fence).pipe(
+          Effect.as(Option.none<RunRecord>()),
+          Effect.catchTag("ClaimLost", () => whole)
+        )
+  const claim = yield* read.pipe(
+    Effect.timeout(Duration.millis(CLAIM_CHECK_MS)),
+    Effect.either,
+    Effect.interruptible
+  )
   if (
     cause !== "claimLost" &&
     claim._tag === "Right" &&

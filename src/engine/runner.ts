@@ -110,7 +110,7 @@ const prepare = Effect.fn("Runner.prepare")(function* (
   const step = current.attemptId === null ? undefined : steps.find((s) => s.attemptId === current.attemptId)
   if (step === undefined || step.interrupted !== null) return current.nodeId
   if (step.outcome === null) {
-    yield* deps.store.settle(run.fence, {
+    yield* deps.store.advance(run.fence, {
       attemptId: step.attemptId,
       step: { _tag: "Interrupted", reason: SUPERSEDED },
       closeRequest: "superseded",

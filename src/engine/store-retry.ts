@@ -24,7 +24,7 @@
 import { Clock, Duration, Effect, Ref, Schedule } from "effect"
 import { TimingPolicy } from "../domain/timing-policy.ts"
 import { isLockFailure, StoreFailure } from "../store/store-errors.ts"
-import type { RunStoreService } from "../store/run-store.ts"
+import type { ClaimLost, Fence, RunStoreService } from "../store/run-store.ts"
 import type { ActiveRun, RunnerDeps } from "./active-run.ts"
 
 /** A store whose every method returns an effect that may fail with `StoreFailure`. */
@@ -78,7 +78,8 @@ const LOCK_RETRIED: ReadonlySet<string> = new Set<keyof RunStoreService>([
   "openRequest",
   "clearInterruption",
   "submit",
-  "settle"
+  "settle",
+  "advance"
 ])
 
 /** Retried by `TimingPolicy.storeRetry` (default: exponential from 100 ms, 4 times). */
@@ -99,14 +100,14 @@ export const withLockRetries = (store: RunStoreService): RunStoreService => arou
  * while `owned` says the run is still this process's, for at most one lease.
  */
 export const settleWhileOwned =
-  (
-    settle: RunStoreService["settle"],
+  <S, A>(
+    settle: (fence: Fence, settlement: S) => Effect.Effect<A, ClaimLost | StoreFailure>,
     options: {
       readonly schedule: Schedule.Schedule<unknown, unknown>
       readonly leaseMs: number
       readonly owned: Effect.Effect<boolean>
     }
-  ): RunStoreService["settle"] =>
+  ): ((fence: Fence, settlement: S) => Effect.Effect<A, ClaimLost | StoreFailure>) =>
   (fence, settlement) =>
     Effect.retry(settle(fence, settlement), {
       schedule: Schedule.upTo(options.schedule, Duration.millis(options.leaseMs)),
@@ -125,15 +126,13 @@ export const withRunnerSettle = (deps: RunnerDeps, run: ActiveRun): RunnerDeps =
   const owned = Effect.all([deps.closing, Ref.get(run.memory), Clock.currentTimeMillis]).pipe(
     Effect.map(([closing, memory, now]) => !closing && !memory.claimGone && now < memory.leaseUntil)
   )
-  const settle = settleWhileOwned(deps.store.settle, {
-    schedule: deps.settleRetry,
-    leaseMs: deps.settings.leaseMs,
-    owned
-  })
+  const retry = { schedule: deps.settleRetry, leaseMs: deps.settings.leaseMs, owned }
+  const settle = settleWhileOwned(deps.store.settle, retry)
   return {
     ...deps,
     store: {
       ...deps.store,
+      advance: settleWhileOwned(deps.store.advance, retry),
       settle: (fence, settlement) => {
         const next = settlement.next
         if (next._tag !== "End") return settle(fence, settlement)

@@ -89,7 +89,7 @@ export const conclude = (
     })
     switch (decision._tag) {
       case "Next":
-        yield* deps.store.settle(run.fence, { ...base, next: { _tag: "Continue", nodeId: decision.nodeId } })
+        yield* deps.store.advance(run.fence, { ...base, next: { _tag: "Continue", nodeId: decision.nodeId } })
         yield* remember
         return decision.nodeId
       case "Complete": {

@@ -263,6 +263,7 @@ export const make = Effect.gen(function* () {
     clearInterruption: traced(span("clearInterruption"), fencedWrites.clearInterruption),
     submit: traced(span("submit"), fencedWrites.submit),
     settle: traced(span("settle"), fencedWrites.settle),
+    advance: traced(span("advance"), fencedWrites.advance),
     requestPause: traced(span("requestPause"), controlWrites.requestPause),
     withdrawPause: traced(span("withdrawPause"), controlWrites.withdrawPause),
     cancel: traced(span("cancel"), controlWrites.cancel),

@@ -131,10 +131,8 @@ export type HandoffResult =
   | { readonly _tag: "Ended"; readonly run: RunRecord }
   /** The new owner has an interruption of its own outstanding; that one is kept. */
   | { readonly _tag: "Kept"; readonly run: RunRecord }
-  /**
-   * (Only with `unlessSuperseded`.) The new owner already opened a later step's request: its prompt
-   * is the session's successor turn, so nothing is recorded and no claim-loss intent is owed.
-   */
+  // (Only with `unlessSuperseded`.) The new owner already opened a later step's request: its prompt
+  // is the session's successor turn, so nothing is recorded and no claim-loss intent is owed.
   | { readonly _tag: "Superseded"; readonly run: RunRecord }
 
 export interface StepRecord {
@@ -209,22 +207,16 @@ export type RunTransition =
       readonly state: TerminalRunState
       readonly result?: unknown
       readonly error?: RunError
-      /**
-       * The runner's outstanding abort, whose own write may not have landed: recorded with the end
-       * unless the row has one pending, so reconciliation addresses the runner's intent.
-       */
+      // The runner's outstanding abort, whose own write may not have landed: recorded with the end
+      // unless the row has one pending, so reconciliation addresses the runner's intent.
       readonly abort?: Provenance
-      /**
-       * An abort whose workflow prompt went out but whose `clearInterruption` did not land: cleared
-       * with the end if still pending, so the end does not reuse an interruption already answered.
-       */
+      // An abort whose workflow prompt went out but whose `clearInterruption` did not land: cleared
+      // with the end if still pending, so the end does not reuse an interruption already answered.
       readonly answered?: Provenance
       /** Who cancelled the run (state `cancelled`): kept on the ended row as `cancelRequested`. */
       readonly cancelledBy?: "agent" | "user"
-      /**
-       * How the run ended, recorded on the row. Absent: the state's plain kind by the engine (for a
-       * cancel: by `cancelledBy`, else the row's cancel request, else the user) at the current node.
-       */
+      // How the run ended, recorded on the row. Absent: the state's plain kind by the engine (for a
+      // cancel: by `cancelledBy`, else the row's cancel request, else the user) at the current node.
       readonly end?: RunEnd
     }
   /** Release the claim; a later resume continues (and reruns an interrupted visit). */
@@ -239,6 +231,11 @@ export interface Settlement {
   /** Close the visit's open request (if any) with this reason. */
   readonly closeRequest?: string
   readonly next: RunTransition
+}
+
+/** A settlement that continues the run at another node. */
+export interface Advance extends Settlement {
+  readonly next: Extract<RunTransition, { readonly _tag: "Continue" }>
 }
 
 type Outcome<Tag extends string> = { readonly _tag: Tag; readonly run: RunRecord }
@@ -318,6 +315,8 @@ export interface RunStoreService {
     }
   ) => Effect.Effect<RequestRecord, ClaimLost | RequestNotOpen | StoreFailure>
   readonly settle: (fence: Fence, settlement: Settlement) => Fenced<RunRecord>
+  /** `settle` of a `Continue` without reading the run back: the runner's write after each step. */
+  readonly advance: (fence: Fence, settlement: Advance) => Fenced<void>
 
   // Control without a claim
   /** Hold now when no live claim exists, else ask the owner to hold at its next boundary. */

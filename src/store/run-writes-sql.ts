@@ -19,6 +19,7 @@ import {
   type RunRecord,
   type RunStoreService,
   type RunTransition,
+  type Settlement,
   type TerminalRunState
 } from "./run-store.ts"
 import { asStoreFailure, type InfraError, StoreFailure } from "./store-errors.ts"
@@ -73,7 +74,7 @@ export const makeFencedWrites = (
   requireRun: RequireRun
 ): Pick<
   RunStoreService,
-  "startStep" | "openRequest" | "recordInterruption" | "clearInterruption" | "submit" | "settle"
+  "startStep" | "openRequest" | "recordInterruption" | "clearInterruption" | "submit" | "settle" | "advance"
 > => {
   const fencedRun = presentRun(requireRun)
   const lockWait = waitingForLocks(db)
@@ -203,72 +204,73 @@ export const makeFencedWrites = (
       end_attempt_id = ${facts === undefined ? sql`current_attempt_id` : sql`${facts.attemptId}`}`
   }
 
-  const settle: RunStoreService["settle"] = (fence, s) =>
-    fenced(
-      "settle",
-      fence,
-      Effect.gen(function* () {
-        const now = iso(yield* Clock.currentTimeMillis)
-        const open = sql`outcome IS NULL AND interrupted IS NULL`
-        if (s.attemptId !== undefined && s.step !== undefined) {
-          const step = s.step
-          yield* step._tag === "Outcome"
-            ? sql`UPDATE workflow_steps SET outcome = ${step.outcome}, output_json = ${json(step.output)},
-                  error = ${step.error ?? null}, timeout_ms = ${step.timeoutMs}, ended_at = ${now}
-                WHERE attempt_id = ${s.attemptId} AND run_id = ${fence.runId} AND ${open}`
-            : sql`UPDATE workflow_steps SET interrupted = ${step.reason}, ended_at = ${now}
-                WHERE attempt_id = ${s.attemptId} AND run_id = ${fence.runId} AND ${open}`
-        }
-        if (s.attemptId !== undefined && s.closeRequest !== undefined) {
-          yield* sql`UPDATE workflow_requests SET state = 'closed', closed_reason = ${s.closeRequest},
-              ended_at = ${now}
-            WHERE attempt_id = ${s.attemptId} AND state = 'open'`
-        }
-        const t = s.next
-        switch (t._tag) {
-          case "Continue":
-            yield* sql`UPDATE workflow_runs SET current_node_id = ${t.nodeId}, current_attempt_id = NULL,
-                updated_at = ${now} WHERE run_id = ${fence.runId}`
-            break
-          case "End":
-            if (t.answered !== undefined) {
-              const p = t.answered
-              yield* sql`UPDATE workflow_runs SET abort_pending = 0
-                WHERE run_id = ${fence.runId} AND abort_pending = 1 AND abort_cause = ${p.cause}
-                  AND abort_interruption = ${p.interruption}`
-            }
-            if (t.abort !== undefined) {
-              const p = t.abort
-              yield* sql`UPDATE workflow_runs SET abort_cause = ${p.cause}, abort_node_id = ${p.nodeId},
-                  abort_attempt_id = ${p.attemptId}, abort_interruption = ${p.interruption}, abort_pending = 1,
-                  interruptions = max(interruptions, ${p.interruption + 1})
-                WHERE run_id = ${fence.runId} AND abort_pending = 0`
-            }
-            // Last: the runner's own abort (above) may be one a prompt answered before a crash.
-            yield* clearAnsweredAbort(sql, fence.runId)
-            // A run never ends with a request still open.
-            yield* sql`UPDATE workflow_requests SET state = 'closed', closed_reason = ${`run ${t.state}`},
-                ended_at = ${now} WHERE run_id = ${fence.runId} AND state = 'open'`
-            yield* sql`UPDATE workflow_runs SET state = ${t.state}, result_json = ${json(t.result)},
-                error_json = ${json(t.error)}, ended_at = ${now}, updated_at = ${now}, claim_token = NULL,
-                claim_expires_at = NULL, pause_requested = 0, cancel_requested = ${cancelRequested(t)},
-                parked_reason = NULL, ${endColumns(t)}
-              WHERE run_id = ${fence.runId}`
-            break
-          case "Park":
-            yield* sql`UPDATE workflow_runs SET parked_reason = ${t.reason}, claim_token = NULL,
-                claim_expires_at = NULL, updated_at = ${now} WHERE run_id = ${fence.runId}`
-            break
-          case "Hold":
-            yield* sql`UPDATE workflow_runs SET state = 'waiting', pause_requested = 0, claim_token = NULL,
-                claim_expires_at = NULL, updated_at = ${now} WHERE run_id = ${fence.runId}`
-            break
-        }
-        return yield* fencedRun(fence.runId)
-      })
-    )
+  /** A settlement's writes, inside the caller's fenced transaction. */
+  const settleWrites = (fence: Fence, s: Settlement) =>
+    Effect.gen(function* () {
+      const now = iso(yield* Clock.currentTimeMillis)
+      const open = sql`outcome IS NULL AND interrupted IS NULL`
+      if (s.attemptId !== undefined && s.step !== undefined) {
+        const step = s.step
+        yield* step._tag === "Outcome"
+          ? sql`UPDATE workflow_steps SET outcome = ${step.outcome}, output_json = ${json(step.output)},
+              error = ${step.error ?? null}, timeout_ms = ${step.timeoutMs}, ended_at = ${now}
+            WHERE attempt_id = ${s.attemptId} AND run_id = ${fence.runId} AND ${open}`
+          : sql`UPDATE workflow_steps SET interrupted = ${step.reason}, ended_at = ${now}
+            WHERE attempt_id = ${s.attemptId} AND run_id = ${fence.runId} AND ${open}`
+      }
+      if (s.attemptId !== undefined && s.closeRequest !== undefined) {
+        yield* sql`UPDATE workflow_requests SET state = 'closed', closed_reason = ${s.closeRequest},
+          ended_at = ${now}
+        WHERE attempt_id = ${s.attemptId} AND state = 'open'`
+      }
+      const t = s.next
+      switch (t._tag) {
+        case "Continue":
+          yield* sql`UPDATE workflow_runs SET current_node_id = ${t.nodeId}, current_attempt_id = NULL,
+            updated_at = ${now} WHERE run_id = ${fence.runId}`
+          break
+        case "End":
+          if (t.answered !== undefined) {
+            const p = t.answered
+            yield* sql`UPDATE workflow_runs SET abort_pending = 0
+            WHERE run_id = ${fence.runId} AND abort_pending = 1 AND abort_cause = ${p.cause}
+              AND abort_interruption = ${p.interruption}`
+          }
+          if (t.abort !== undefined) {
+            const p = t.abort
+            yield* sql`UPDATE workflow_runs SET abort_cause = ${p.cause}, abort_node_id = ${p.nodeId},
+              abort_attempt_id = ${p.attemptId}, abort_interruption = ${p.interruption}, abort_pending = 1,
+              interruptions = max(interruptions, ${p.interruption + 1})
+            WHERE run_id = ${fence.runId} AND abort_pending = 0`
+          }
+          // Last: the runner's own abort (above) may be one a prompt answered before a crash.
+          yield* clearAnsweredAbort(sql, fence.runId)
+          // A run never ends with a request still open.
+          yield* sql`UPDATE workflow_requests SET state = 'closed', closed_reason = ${`run ${t.state}`},
+            ended_at = ${now} WHERE run_id = ${fence.runId} AND state = 'open'`
+          yield* sql`UPDATE workflow_runs SET state = ${t.state}, result_json = ${json(t.result)},
+            error_json = ${json(t.error)}, ended_at = ${now}, updated_at = ${now}, claim_token = NULL,
+            claim_expires_at = NULL, pause_requested = 0, cancel_requested = ${cancelRequested(t)},
+            parked_reason = NULL, ${endColumns(t)}
+          WHERE run_id = ${fence.runId}`
+          break
+        case "Park":
+          yield* sql`UPDATE workflow_runs SET parked_reason = ${t.reason}, claim_token = NULL,
+            claim_expires_at = NULL, updated_at = ${now} WHERE run_id = ${fence.runId}`
+          break
+        case "Hold":
+          yield* sql`UPDATE workflow_runs SET state = 'waiting', pause_requested = 0, claim_token = NULL,
+            claim_expires_at = NULL, updated_at = ${now} WHERE run_id = ${fence.runId}`
+          break
+      }
+    })
 
-  return { startStep, openRequest, recordInterruption, clearInterruption, submit, settle }
+  const settle: RunStoreService["settle"] = (fence, s) =>
+    fenced("settle", fence, Effect.zipRight(settleWrites(fence, s), fencedRun(fence.runId)))
+  // The same writes without reading the run back (a row of the run's size and a count of its steps).
+  const advance: RunStoreService["advance"] = (fence, s) => fenced("advance", fence, settleWrites(fence, s))
+
+  return { startStep, openRequest, recordInterruption, clearInterruption, submit, settle, advance }
 }
 
 // --- Control writes (no claim) ------------------------------------------------------------------

@@ -48,6 +48,7 @@ export const guardRunStore = (
   clearInterruption: (fence) => guard("clearInterruption")(store.clearInterruption(fence)),
   submit: (fence, input) => guard("submit")(store.submit(fence, input)),
   settle: (fence, settlement) => guard("settle")(store.settle(fence, settlement)),
+  advance: (fence, settlement) => guard("advance")(store.advance(fence, settlement)),
   requestPause: (runId) => guard("requestPause")(store.requestPause(runId)),
   withdrawPause: (runId) => guard("withdrawPause")(store.withdrawPause(runId)),
   cancel: (runId, by) => guard("cancel")(store.cancel(runId, by)),
