@@ -11,9 +11,10 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import Sqlite from "better-sqlite3"
 import { Effect, Exit, Fiber, Layer, Logger, LogLevel, Scope } from "effect"
-import { layerApp } from "../src/app/layers.ts"
+import * as App from "../src/app/layers.ts"
 import { afterSettle, classifySettle } from "../src/app/session-hooks.ts"
-import { runTool } from "../src/app/tool-actions.ts"
+import { runTool } from "../src/app/tool.ts"
+import { DEFAULT_TIMING_POLICY, TimingPolicy } from "../src/domain/timing-policy.ts"
 import { DEFAULT_PERSIST_TIMEOUT_MS } from "../src/interruption/interruptions.ts"
 import { layerFake, PiSessionFake } from "../src/session/pi-session-fake.ts"
 import { holdWriteLockInProcess } from "../src/testing/store-faults.ts"
@@ -140,12 +141,18 @@ const inApp = (filename: string, runs: number, foreignLock: boolean) =>
     Logger.withMinimumLogLevel(
       Effect.scoped(toolCallToAbort(filename, runs, foreignLock)).pipe(
         Effect.provide(
-          layerApp({
-            database: { filename },
-            workflows: [cancelMe],
-            core: { coordinator: { syncIntervalMs: null } },
-            ...(foreignLock ? { maintenanceIntervalMs: null } : {})
-          }).pipe(Layer.provideMerge(layerFake({ sessionId: "s1" })), Layer.orDie)
+          App.layer({ database: { filename }, workflows: [cancelMe] }).pipe(
+            // No periodic fallback pass; under the foreign lock no reconciliation pass either.
+            Layer.provide(
+              Layer.succeed(TimingPolicy, {
+                ...DEFAULT_TIMING_POLICY,
+                syncInterval: null,
+                ...(foreignLock ? { maintenanceInterval: null } : {})
+              })
+            ),
+            Layer.provideMerge(layerFake({ sessionId: "s1" })),
+            Layer.orDie
+          )
         )
       ),
       LogLevel.None

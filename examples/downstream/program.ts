@@ -73,7 +73,7 @@ const program = Effect.gen(function* () {
 })
 
 /** The application layer: the core on a SQLite store and a (fake) Pi session. */
-const AppLayer = Core.layerCore().pipe(
+const AppLayer = Core.layer().pipe(
   Layer.provideMerge(Layer.merge(layerTempStore("pwt-downstream-"), layerFake({ sessionId: SESSION })))
 )
 

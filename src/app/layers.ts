@@ -1,63 +1,71 @@
 /**
  * The service graph in one place. Everything the Pi extension runs is built here from one
- * SQLite file, the workflow definitions and a PiSession:
+ * SQLite file (or one PostgreSQL database), the workflow definitions and a PiSession:
  *
  *   Database ─┬─ TurnIntentStore ─┐
  *             └─ RunStore ────────┼─ Engine ◄─ WorkflowRegistry
  *   PiSession ─┬─ Coordinator ◄───┤
  *              └─ SourceEvents ◄──┘   (SourceEvents + Coordinator = the successor-turn core)
  *
- * The stores are one input layer (`layerStores`, or your own through `layerAppWith`: a backend,
+ * Three services reach the engine decorated, each a layer that takes the service from its input
+ * and provides it again under the same Tag, so the engine sees only the decorated one:
+ *
+ *   RunStore ──► FinalOnEnd.layer ──────────────────► RunStore      a run's end writes its one
+ *                (notifications/final-on-end.ts)                     `final` notification in the
+ *                                                                    same transaction
+ *   Coordinator ──► TerminalMessages.layerCoordinator ─► Coordinator  a completed run's
+ *                   (terminal/terminal-messages.ts)                    presentation carries the
+ *                                                                      terminal decision
+ *   SourceEvents ──► layerSyncOnEligible (below) ─────► SourceEvents  an event that made an
+ *                                                                      intent eligible starts a
+ *                                                                      fallback pass at once
+ *
+ * The decorated SourceEvents is also the one the caller sees; the RunStore and Coordinator the
+ * caller sees are the undecorated ones.
+ * The stores are one input layer (`layerStores`, or your own through `layerWith`: a backend,
  * or the stores wrapped with faults or probes); the application exposes its services, never the
  * connection under them.
  */
-import { type Context, Effect, Layer } from "effect"
-import { StoreFailure } from "../store/store-errors.ts"
-import { type CoreOptions, layerCore } from "../delivery/coordinator-live.ts"
+import { type Context, Effect, FiberSet, Layer } from "effect"
 import {
   Coordinator,
   CrashPoints,
   type CrashPointsService,
   layerCrashPointsFromEnv
 } from "../delivery/coordinator.ts"
-import type { EngineConfig } from "../engine/engine.ts"
-import type { Engine } from "../engine/engine.ts"
+import * as Core from "../delivery/coordinator-live.ts"
+import type { Engine, EngineConfig } from "../engine/engine.ts"
 import * as EngineLive from "../engine/engine-live.ts"
 import type { DefinitionError } from "../engine/errors.ts"
 import { layerFromDefinitions, type WorkflowEntry, type WorkflowRegistry } from "../engine/registry.ts"
 import { AbortBookkeeping } from "../interruption/abort-bookkeeping.ts"
-import type { SourceEvents } from "../interruption/source-events.ts"
-import type { PiSession } from "../session/pi-session.ts"
-import { Database, type DatabaseOptions, type OpenError } from "../store/database.ts"
-import type { PgDatabaseOptions } from "../store/pg/database-pg.ts"
-import { RunStore } from "../store/run-store.ts"
-import * as RunStoreSql from "../store/run-store-sql.ts"
-import { TurnIntentStore } from "../store/turn-intent-store.ts"
-import * as TurnIntentStoreSql from "../store/turn-intent-store-sql.ts"
+import { SourceEvents } from "../interruption/source-events.ts"
 import * as FinalOnEnd from "../notifications/final-on-end.ts"
 import * as NotificationsLive from "../notifications/notifications.ts"
 import { Notifications, type NotificationsConfig } from "../notifications/notifications.ts"
-import * as NotifierLive from "../notifications/notifier.ts"
 import type { Notifier } from "../notifications/notifier.ts"
+import * as NotifierLive from "../notifications/notifier.ts"
+import type { PiSession } from "../session/pi-session.ts"
+import { Database, type DatabaseOptions, type OpenError } from "../store/database.ts"
+import * as LaunchStoreSql from "../store/launch-store-sql.ts"
 import { NotificationStore } from "../store/notification-store.ts"
 import * as NotificationStoreSql from "../store/notification-store-sql.ts"
-import * as Maintenance from "./maintenance.ts"
-import * as LaunchStoreSql from "../store/launch-store-sql.ts"
+import type { PgDatabaseOptions } from "../store/pg/database-pg.ts"
+import { RunStore } from "../store/run-store.ts"
+import * as RunStoreSql from "../store/run-store-sql.ts"
+import { StoreFailure } from "../store/store-errors.ts"
+import { TurnIntentStore } from "../store/turn-intent-store.ts"
+import * as TurnIntentStoreSql from "../store/turn-intent-store-sql.ts"
 import { LaunchStore } from "../store/launch-store.ts"
 import * as TerminalMessages from "../terminal/terminal-decision.ts"
-import * as SyncOnEligible from "./sync-on-eligible.ts"
+import { layerMaintenance } from "./session-hooks.ts"
 
 export interface AppOptions {
   /** Validated definitions (see `src/app/workflows.ts`); one bad entry fails the layer. */
   readonly workflows: ReadonlyArray<WorkflowEntry>
   readonly engine?: EngineConfig
-  readonly core?: CoreOptions
+  readonly core?: Core.CoreOptions
   readonly notifications?: NotificationsConfig
-  /**
-   * Spacing of the periodic reconciliation pass; null turns it off. Default:
-   * `TimingPolicy.maintenanceInterval` (5 s), like every other timing (domain/timing-policy.ts).
-   */
-  readonly maintenanceIntervalMs?: number | null
   /**
    * Test-only: where delivery steps report crash points (scripted crash tests). Default: the
    * `PI_WORKFLOW_TURNS_CRASH_AT` variable, which is unset in production (docs/reliability.md).
@@ -122,20 +130,48 @@ const only =
   <E, R>(layer: Layer.Layer<I, E, R>): Layer.Layer<I, E, R> =>
     Layer.project(layer, tag, tag, (service) => service)
 
+/**
+ * Deliver an owed fallback without waiting for the periodic pass. Terminal, handoff and
+ * launch-failure events can make an intent eligible while no turn runs (a run that fails after
+ * its start result, a queued launch refused at activation after the settle's own pass): no
+ * `agent_settled` follows, so the first delivery would otherwise be the periodic pass, seconds
+ * later. After each such event this SourceEvents decorator (over the core's SourceEvents and
+ * Coordinator) starts one fallback pass in the background. The pass itself decides: a busy
+ * session skips it and the next settle delivers.
+ */
+export const layerSyncOnEligible: Layer.Layer<SourceEvents, never, SourceEvents | Coordinator> = Layer.scoped(
+  SourceEvents,
+  Effect.gen(function* () {
+    const inner = yield* SourceEvents
+    const coordinator = yield* Coordinator
+    const passes = yield* FiberSet.make()
+    const pass = coordinator
+      .syncFallbacks("periodic")
+      .pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.logWarning("fallback pass after an eligible event failed", cause)
+        )
+      )
+    return SourceEvents.of({
+      publish: (event) =>
+        Effect.tap(inner.publish(event), (result) =>
+          event._tag !== "ActiveTurnInterrupted" && event._tag !== "Quiet" && result.intentId !== null
+            ? FiberSet.run(passes, pass)
+            : Effect.void
+        )
+    })
+  })
+)
+
 /** The whole application over a PiSession (live from Pi, or `layerFake` in tests), on one SQLite file or one PostgreSQL database. */
-export const layerApp = (
-  config: AppConfig
-): Layer.Layer<AppServices, OpenError | DefinitionError, PiSession> =>
-  layerAppWith(
-    "url" in config.database ? layerStoresPg(config.database) : layerStores(config.database),
-    config
-  )
+export const layer = (config: AppConfig): Layer.Layer<AppServices, OpenError | DefinitionError, PiSession> =>
+  layerWith("url" in config.database ? layerStoresPg(config.database) : layerStores(config.database), config)
 
 /**
  * The whole application over `stores`: the hook to run it on another backend or to decorate
  * the stores (faults, probes, a simulated scheduler). Each service it exposes is built once.
  */
-export const layerAppWith = <E, R>(
+export const layerWith = <E, R>(
   stores: Layer.Layer<StoreServices, E, R>,
   options: AppOptions
 ): Layer.Layer<AppServices, E | DefinitionError, R | PiSession> => {
@@ -148,13 +184,13 @@ export const layerAppWith = <E, R>(
   )
   // The successor-turn core; fallbacks of ended runs carry the terminal decision
   // (src/terminal/terminal-decision.ts).
-  const core = layerCore(options.core).pipe(
+  const core = Core.layer(options.core).pipe(
     Layer.provide(TerminalMessages.layerComposer),
     Layer.provideMerge(base)
   )
   // The application's SourceEvents: the core's, plus a fallback pass after an eligible event
-  // (sync-on-eligible.ts). It is the only SourceEvents the engine and the caller see.
-  const events = SyncOnEligible.layer.pipe(Layer.provide(core))
+  // (layerSyncOnEligible). It is the only SourceEvents the engine and the caller see.
+  const events = layerSyncOnEligible.pipe(Layer.provide(core))
   // The engine presents completed runs through a Coordinator that adds the terminal decision.
   const presenting = TerminalMessages.layerCoordinator.pipe(Layer.provide(core))
   const registry = layerFromDefinitions(options.workflows)
@@ -184,6 +220,6 @@ export const layerAppWith = <E, R>(
     // it must reach the runtime's context too; it is a no-op unless the test variable is set.
     only(CrashPoints)(base)
   )
-  const maintenance = Maintenance.layer(options.maintenanceIntervalMs)
-  return Layer.merge(services, maintenance.pipe(Layer.provide(services)))
+  // The periodic reconciliation pass, spaced by `TimingPolicy.maintenanceInterval`.
+  return Layer.merge(services, layerMaintenance.pipe(Layer.provide(services)))
 }

@@ -4,7 +4,7 @@ import type { RunStatus, RunSummary, StepView } from "../engine/engine.ts"
 import { InvalidWorkflowInput } from "../engine/errors.ts"
 import { redactText } from "../domain/redact.ts"
 import { clipCodePoints as clip, duration, relative } from "../domain/text.ts"
-import { MAX_ERROR_CHARS } from "./text-bounds.ts"
+import { MAX_ERROR_CHARS } from "./input-bounds.ts"
 
 export interface Reply {
   readonly text: string

@@ -3,9 +3,10 @@
  * Sync passes of one coordinator run one at a time; a scoped fiber runs the periodic pass.
  * Natural deliveries run concurrently and are arbitrated by store claims.
  *
- * Also `layerCore`, the successor-turn core in one layer: this Coordinator, the live
- * SourceEvents (event policy and abort ordering) and the AbortBookkeeping they share; it needs a
- * TurnIntentStore and a PiSession. And the claim tokens that name their owner process.
+ * Also `layer`, the successor-turn core in one layer (`layerCoordinator` is the Coordinator
+ * alone): this Coordinator, the live SourceEvents (event policy and abort ordering) and the
+ * AbortBookkeeping they share; it needs a TurnIntentStore and a PiSession. And the claim tokens
+ * that name their owner process.
  */
 import { createHash, randomUUID } from "node:crypto"
 import { readFileSync } from "node:fs"
@@ -131,7 +132,7 @@ export const make = (options: CoordinatorOptions = {}) =>
   })
 
 /** Coordinator (with its periodic sync fiber, stopped when the layer's scope closes). */
-export const layer = (
+export const layerCoordinator = (
   options: CoordinatorOptions = {}
 ): Layer.Layer<Coordinator, never, TurnIntentStore | PiSession | AbortBookkeeping> =>
   Layer.scoped(Coordinator, make(options))
@@ -204,9 +205,9 @@ export interface CoreOptions {
 }
 
 /** The successor-turn core: this Coordinator, the live SourceEvents and their AbortBookkeeping. */
-export const layerCore = (
+export const layer = (
   options: CoreOptions = {}
 ): Layer.Layer<Coordinator | SourceEvents | AbortBookkeeping, never, TurnIntentStore | PiSession> =>
-  Layer.merge(layer(options.coordinator), Interruptions.layer(options.interruptions)).pipe(
+  Layer.merge(layerCoordinator(options.coordinator), Interruptions.layer(options.interruptions)).pipe(
     Layer.provideMerge(AbortBookkeepingModule.layer)
   )

@@ -2,7 +2,7 @@
  * The timing and retry policies of the service graph as values a program can replace: provide
  * `TimingPolicy` (a `Context.Reference`, so leaving it out keeps today's defaults) with your own
  * `Duration`s and `Schedule`s. A number given in a layer's options (`syncIntervalMs`, `leaseMs`,
- * `persistTimeoutMs`, `maintenanceIntervalMs`) still wins over the policy, as before.
+ * `persistTimeoutMs`) still wins over the policy, as before.
  *
  * The lease bound of docs/protocol.md still holds: a delivery lease must exceed the write-delay
  * bound, or the coordinator refuses to start.

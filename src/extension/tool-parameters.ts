@@ -5,9 +5,8 @@
  */
 import { StringEnum } from "@earendil-works/pi-ai"
 import { type Static, Type } from "typebox"
-import { quote } from "../app/text-bounds.ts"
+import { quote, boundToolArguments } from "../app/input-bounds.ts"
 import { redactText } from "../domain/redact.ts"
-import { boundToolArguments } from "../app/tool-bounds.ts"
 import { TOOL_ACTIONS } from "../domain/message-types.ts"
 
 export { TOOL_ACTIONS }

@@ -8,7 +8,7 @@ import { createHash } from "node:crypto"
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
-import type { LoadedFile } from "../app/workflow-file.ts"
+import type { LoadedFile } from "../app/workflows.ts"
 
 export const WORKFLOW_FILE = /\.workflow\.(ts|mjs|js)$/
 

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import { layerApp } from "../../src/app/layers.ts"
+import * as App from "../../src/app/layers.ts"
 import { Coordinator } from "../../src/delivery/coordinator.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { RunStore } from "../../src/store/run-store.ts"
@@ -14,6 +14,7 @@ import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { appDatabase, freshLocation } from "../support/backend.ts"
 import { eventually, FALLBACK, STEP } from "./support.ts"
+import { NoPeriodicPasses } from "../support/timing.ts"
 
 /** While set, the prompt of node `ask` waits for it and then throws (B fails before prompting). */
 let gate: Promise<void> | null = null
@@ -39,13 +40,11 @@ const flow = {
 const instance = (filename: string, engine: { leaseMs: number; renewEveryMs: number }) =>
   Effect.map(
     Layer.build(
-      layerApp({
+      App.layer({
         database: appDatabase(filename),
         workflows: [flow],
-        engine,
-        core: { coordinator: { syncIntervalMs: null } },
-        maintenanceIntervalMs: null
-      }).pipe(Layer.provideMerge(layerFake({ sessionId: "s1" })))
+        engine
+      }).pipe(Layer.provide(NoPeriodicPasses), Layer.provideMerge(layerFake({ sessionId: "s1" })))
     ),
     (context) => ({
       engine: Context.get(context, Engine),

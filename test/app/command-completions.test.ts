@@ -1,8 +1,7 @@
 /** Tab completion of `/workflow …`: subcommands, loaded workflows after `start`, run IDs after the run verbs. */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { commandCompletions } from "../../src/app/command-completions.ts"
-import { runCommand } from "../../src/app/command-actions.ts"
+import { commandCompletions, runCommand } from "../../src/app/command.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import { sampleRun } from "../support/fixtures.ts"
 import { buildApp, greet } from "./support.ts"

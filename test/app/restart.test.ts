@@ -6,10 +6,10 @@
 import { spawnSync } from "node:child_process"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
-import { type AppServices, layerApp } from "../../src/app/layers.ts"
+import * as App from "../../src/app/layers.ts"
 import type { PiSession } from "../../src/session/pi-session.ts"
 import { classifySettle, onSessionStart } from "../../src/app/session-hooks.ts"
-import { runTool } from "../../src/app/tool-actions.ts"
+import { runTool } from "../../src/app/tool.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { claimToken } from "../../src/engine/active-run.ts"
 import { RunStore } from "../../src/store/run-store.ts"
@@ -18,21 +18,20 @@ import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { sampleIntent } from "../support/fixtures.ts"
 import { appDatabase, freshLocation } from "../support/backend.ts"
 import { eventually, FALLBACK, greet, PRESENTATION, STEP } from "./support.ts"
+import { NoPeriodicPasses } from "../support/timing.ts"
 
 const appOn = (filename: string) =>
   Layer.build(
-    layerApp({
+    App.layer({
       database: appDatabase(filename),
-      workflows: [greet],
-      core: { coordinator: { syncIntervalMs: null } },
-      maintenanceIntervalMs: null
-    }).pipe(Layer.provideMerge(layerFake({ sessionId: "s1" })))
+      workflows: [greet]
+    }).pipe(Layer.provide(NoPeriodicPasses), Layer.provideMerge(layerFake({ sessionId: "s1" })))
   )
 
 /** Run `body` in an app instance that is closed (the "process" ends) afterwards. */
 const inProcess = <A, E>(
   filename: string,
-  body: (context: Context.Context<AppServices | PiSession | PiSessionFake>) => Effect.Effect<A, E>
+  body: (context: Context.Context<App.AppServices | PiSession | PiSessionFake>) => Effect.Effect<A, E>
 ) =>
   Effect.gen(function* () {
     const scope = yield* Scope.make()

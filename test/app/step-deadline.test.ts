@@ -6,7 +6,7 @@
 import { spawnSync } from "node:child_process"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Scope, TestClock } from "effect"
-import { type AppServices, layerApp } from "../../src/app/layers.ts"
+import * as App from "../../src/app/layers.ts"
 import { afterSettle, classifySettle, onSessionStart } from "../../src/app/session-hooks.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { claimToken, currentOwner } from "../../src/engine/active-run.ts"
@@ -17,6 +17,7 @@ import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { tempDbPath } from "../support/temp-db.ts"
 import { FALLBACK, STEP } from "./support.ts"
 import { duration } from "../../src/domain/text.ts"
+import { NoPeriodicPasses } from "../support/timing.ts"
 
 const LIMIT = 10_000
 
@@ -27,18 +28,16 @@ const slow = {
   edges: []
 }
 
-type Ctx = Context.Context<AppServices | PiSession | PiSessionFake>
+type Ctx = Context.Context<App.AppServices | PiSession | PiSessionFake>
 
 const inProcess = <A, E>(filename: string, body: (context: Ctx) => Effect.Effect<A, E>) =>
   Effect.gen(function* () {
     const scope = yield* Scope.make()
     const context = yield* Layer.build(
-      layerApp({
+      App.layer({
         database: { filename },
-        workflows: [slow],
-        core: { coordinator: { syncIntervalMs: null } },
-        maintenanceIntervalMs: null
-      }).pipe(Layer.provideMerge(layerFake({ sessionId: "s1" })))
+        workflows: [slow]
+      }).pipe(Layer.provide(NoPeriodicPasses), Layer.provideMerge(layerFake({ sessionId: "s1" })))
     ).pipe(Scope.extend(scope))
     const result = yield* body(context)
     yield* Scope.close(scope, Exit.void)

@@ -1,9 +1,10 @@
 /** The whole app over the fake Pi session and a real SQLite file, for app-level tests. */
 import { Effect, Layer, Schedule } from "effect"
-import { layerApp } from "../../src/app/layers.ts"
+import * as App from "../../src/app/layers.ts"
 import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { freshLocation, isPgLocation } from "../support/backend.ts"
 import { crashing } from "../support/workflows.ts"
+import { NoPeriodicPasses } from "../support/timing.ts"
 
 export const STEP = "pi-workflows-agent-step"
 export const PRESENTATION = "pi-workflows-presentation"
@@ -23,12 +24,10 @@ export const crashFirst = crashing("scope must be a non-empty string")
 export const buildApp = (workflows: ReadonlyArray<unknown> = [greet, crashFirst]) =>
   Layer.unwrapScoped(
     Effect.map(freshLocation, (location) =>
-      layerApp({
+      App.layer({
         database: isPgLocation(location) ? { url: location } : { filename: location },
-        workflows,
-        core: { coordinator: { syncIntervalMs: null } },
-        maintenanceIntervalMs: null
-      }).pipe(Layer.provideMerge(layerFake({ sessionId: "s1" })))
+        workflows
+      }).pipe(Layer.provide(NoPeriodicPasses), Layer.provideMerge(layerFake({ sessionId: "s1" })))
     )
   )
 
@@ -61,12 +60,10 @@ export const sessionApp = (
   workflows: ReadonlyArray<unknown> = [greet, crashFirst]
 ) =>
   Layer.build(
-    layerApp({
+    App.layer({
       database: isPgLocation(location) ? { url: location } : { filename: location },
       workflows,
       // Renewals come often, so a cancel request written by anyone is seen within ~100 ms.
-      engine: { leaseMs: 2_000, renewEveryMs: 100 },
-      core: { coordinator: { syncIntervalMs: null } },
-      maintenanceIntervalMs: null
-    }).pipe(Layer.provideMerge(layerFake({ sessionId })))
+      engine: { leaseMs: 2_000, renewEveryMs: 100 }
+    }).pipe(Layer.provide(NoPeriodicPasses), Layer.provideMerge(layerFake({ sessionId })))
   )

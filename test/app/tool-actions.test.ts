@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Option } from "effect"
 import { afterSettle, classifySettle } from "../../src/app/session-hooks.ts"
-import { runTool } from "../../src/app/tool-actions.ts"
+import { runTool } from "../../src/app/tool.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { NotificationStore } from "../../src/store/notification-store.ts"
 import { RunStore } from "../../src/store/run-store.ts"

@@ -1,8 +1,8 @@
 /** The built-ins are registered before project files, listed with their revisions, and keep their names. */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { runCommand as runCommandAction } from "../../src/app/command-actions.ts"
-import { runTool } from "../../src/app/tool-actions.ts"
+import { runCommand as runCommandAction } from "../../src/app/command.ts"
+import { runTool } from "../../src/app/tool.ts"
 import { collectWorkflows } from "../../src/app/workflows.ts"
 import { AUTOIMPLEMENT_REVISION } from "../../src/builtins/autoimplement.ts"
 import { builtinWorkflows } from "../../src/builtins/index.ts"

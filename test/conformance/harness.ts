@@ -7,7 +7,7 @@ import { Context, Effect, Layer } from "effect"
 import type { Provenance, RunRef, SourceEvent, TerminalState } from "../../src/domain/event-policy.ts"
 import { Coordinator } from "../../src/delivery/coordinator.ts"
 import type { CoordinatorOptions } from "../../src/delivery/coordinator-live.ts"
-import { layerCore } from "../../src/delivery/coordinator-live.ts"
+import * as Core from "../../src/delivery/coordinator-live.ts"
 import { AbortBookkeeping } from "../../src/interruption/abort-bookkeeping.ts"
 import type { InterruptionsOptions } from "../../src/interruption/interruptions.ts"
 import { SourceEvents } from "../../src/interruption/source-events.ts"
@@ -59,7 +59,7 @@ export const makeHarness = (options: HarnessOptions = {}) =>
       options.sessionOf?.sessionContext ??
       (yield* Layer.build(layerFake({ sessionId: "session-1", ...options.session })))
     const core = yield* Layer.build(
-      layerCore({
+      Core.layer({
         coordinator: { syncIntervalMs: null, ...options.coordinator },
         ...(options.interruptions === undefined ? {} : { interruptions: options.interruptions })
       }).pipe(

@@ -9,7 +9,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Ref, Scope, TestClock } from "effect"
 import { Coordinator } from "../../src/delivery/coordinator.ts"
-import { layerCore } from "../../src/delivery/coordinator-live.ts"
+import * as Core from "../../src/delivery/coordinator-live.ts"
 import { SourceEvents } from "../../src/interruption/source-events.ts"
 import { layerFake, PiSessionFake } from "../../src/session/pi-session-fake.ts"
 import { type CustomMessage, type DeliveryOptions, PiSession } from "../../src/session/pi-session.ts"
@@ -29,7 +29,7 @@ const makeProcess = (filename: string, session: Context.Context<PiSession | PiSe
       send: (message, options) => Ref.update(queue, (q) => [...q, [message, options] as const])
     })
     const context = yield* Layer.build(
-      layerCore({ coordinator: { syncIntervalMs: null } }).pipe(
+      Core.layer({ coordinator: { syncIntervalMs: null } }).pipe(
         Layer.provideMerge(layerSqlite({ filename })),
         Layer.provide(Layer.succeed(PiSession, defer ? deferring : live))
       )

@@ -7,7 +7,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, Fiber, Layer, Ref, Scope, TestClock } from "effect"
 import { Coordinator } from "../../src/delivery/coordinator.ts"
-import { layerCore } from "../../src/delivery/coordinator-live.ts"
+import * as Core from "../../src/delivery/coordinator-live.ts"
 import { DEFAULT_LEASE_MS } from "../../src/domain/timing-policy.ts"
 import {
   leaseCoversWriteDelay,
@@ -56,7 +56,7 @@ const makeProcess = (filename: string, options: { readonly leaseMs?: number }, r
     const storeLayer = layerSqlite({ filename })
     const base = yield* Layer.build(storeLayer).pipe(Scope.extend(scope))
     const context = yield* Layer.build(
-      layerCore({ coordinator: { syncIntervalMs: null, ...options } }).pipe(
+      Core.layer({ coordinator: { syncIntervalMs: null, ...options } }).pipe(
         Layer.provide(Layer.succeed(TurnIntentStore, logged(Context.get(base, TurnIntentStore)))),
         Layer.provide(Layer.succeed(PiSession, deferring))
       )

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Layer, TestClock } from "effect"
-import { layerCore } from "../../src/delivery/coordinator-live.ts"
+import * as Core from "../../src/delivery/coordinator-live.ts"
 import { DEFAULT_TIMING_POLICY, TimingPolicy } from "../../src/domain/timing-policy.ts"
 import { PiSessionFake } from "../../src/session/pi-session-fake.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
@@ -12,7 +12,7 @@ import { layerFake, layerTempStore } from "../../src/testing.ts"
 import { sampleIntent } from "../support/fixtures.ts"
 
 const core = (policy: Layer.Layer<never> | Layer.Layer<TimingPolicy>) =>
-  layerCore().pipe(
+  Core.layer().pipe(
     Layer.provideMerge(Layer.merge(layerTempStore(), layerFake({ sessionId: "session-1" }))),
     Layer.provide(policy)
   )

@@ -9,7 +9,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Logger, LogLevel } from "effect"
 import { afterSettle, classifySettle, onSessionStart } from "../../src/app/session-hooks.ts"
-import { runTool } from "../../src/app/tool-actions.ts"
+import { runTool } from "../../src/app/tool.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"

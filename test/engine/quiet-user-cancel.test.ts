@@ -13,10 +13,10 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Option, Scope, TestClock } from "effect"
-import { runCommand } from "../../src/app/command-actions.ts"
-import { type AppServices, layerApp } from "../../src/app/layers.ts"
+import { runCommand } from "../../src/app/command.ts"
+import * as App from "../../src/app/layers.ts"
 import { afterSettle, classifySettle, onSessionStart, onShutdown } from "../../src/app/session-hooks.ts"
-import { runTool } from "../../src/app/tool-actions.ts"
+import { runTool } from "../../src/app/tool.ts"
 import { NOTIFICATION_TYPE } from "../../src/domain/message-types.ts"
 import type { PiSession } from "../../src/session/pi-session.ts"
 import { RunStore } from "../../src/store/run-store.ts"
@@ -24,6 +24,7 @@ import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { untilOnRealTimers as until } from "../support/poll.ts"
 import { tempDbPath } from "../support/temp-db.ts"
+import { NoPeriodicPasses } from "../support/timing.ts"
 
 const STEP = "pi-workflows-agent-step"
 const FALLBACK = "pi-workflows-deferred-turn"
@@ -40,16 +41,14 @@ const slowRecovery = {
   edges: [{ from: "ask", switch: { on: "$result.outcome", cases: { timed_out: "cleanup" } } }]
 }
 
-type Ctx = Context.Context<AppServices | PiSession | PiSessionFake>
+type Ctx = Context.Context<App.AppServices | PiSession | PiSessionFake>
 
 const appIn = (filename: string, scope: Scope.Scope) =>
   Layer.build(
-    layerApp({
+    App.layer({
       database: { filename },
-      workflows: [slowRecovery],
-      core: { coordinator: { syncIntervalMs: null } },
-      maintenanceIntervalMs: null
-    }).pipe(Layer.provideMerge(layerFake({ sessionId: "s1" })))
+      workflows: [slowRecovery]
+    }).pipe(Layer.provide(NoPeriodicPasses), Layer.provideMerge(layerFake({ sessionId: "s1" })))
   ).pipe(Scope.extend(scope))
 
 /** What starts or answers a model turn (the user's passive final notification is neither). */

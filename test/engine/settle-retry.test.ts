@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, type Duration, Effect, Fiber, Layer, Logger, LogLevel, Option, Schedule } from "effect"
-import { runTool } from "../../src/app/tool-actions.ts"
+import { runTool } from "../../src/app/tool.ts"
 import { DEFAULT_TIMING_POLICY, TimingPolicy } from "../../src/domain/timing-policy.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { RunStore } from "../../src/store/run-store.ts"

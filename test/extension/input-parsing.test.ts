@@ -1,9 +1,9 @@
 import { Either } from "effect"
 import { describe, expect, it } from "vitest"
-import { parseCommand } from "../../src/app/command-input.ts"
+import { parseCommand } from "../../src/app/command.ts"
 import { failed } from "../../src/app/replies.ts"
 import { MAX_JSON_DEPTH } from "../../src/domain/text.ts"
-import { decodeToolInput } from "../../src/app/tool-input.ts"
+import { decodeToolInput } from "../../src/app/tool.ts"
 import { prepareToolArguments } from "../../src/extension/tool-parameters.ts"
 
 const left = <A>(e: Either.Either<A, string>): string => (Either.isLeft(e) ? e.left : "RIGHT")

@@ -2,7 +2,7 @@ import { Either } from "effect"
 import { describe, expect, it } from "vitest"
 import { NOTIFICATION_TYPE } from "../../src/domain/message-types.ts"
 import { withoutHidden } from "../../src/extension/model-request.ts"
-import { decodeToolInput } from "../../src/app/tool-input.ts"
+import { decodeToolInput } from "../../src/app/tool.ts"
 import { TOOL_ACTIONS, toolParameters } from "../../src/extension/tool-parameters.ts"
 
 describe("the progress action's input", () => {

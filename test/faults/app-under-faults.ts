@@ -5,8 +5,8 @@
  * test/support/backend.ts). For the engine-level fault matrix.
  */
 import { Layer } from "effect"
-import * as SyncOnEligible from "../../src/app/sync-on-eligible.ts"
-import { type CoreOptions, layerCore } from "../../src/delivery/coordinator-live.ts"
+import * as App from "../../src/app/layers.ts"
+import * as Core from "../../src/delivery/coordinator-live.ts"
 import { layerNoCrashPoints } from "../../src/delivery/coordinator.ts"
 import type { EngineConfig } from "../../src/engine/engine.ts"
 import * as EngineLive from "../../src/engine/engine-live.ts"
@@ -14,7 +14,6 @@ import { layerFromDefinitions } from "../../src/engine/registry.ts"
 import * as FinalOnEnd from "../../src/notifications/final-on-end.ts"
 import * as NotificationsLive from "../../src/notifications/notifications.ts"
 import * as NotifierLive from "../../src/notifications/notifier.ts"
-import { layerStores, layerStoresPg } from "../../src/app/layers.ts"
 import * as TerminalMessages from "../../src/terminal/terminal-decision.ts"
 import * as StoreFaults from "../../src/testing/store-faults.ts"
 import { isPgLocation } from "../support/backend.ts"
@@ -25,24 +24,24 @@ export const layerAppUnderFaults = (config: {
   readonly busyTimeoutMs: number
   readonly workflows: ReadonlyArray<unknown>
   readonly engine?: EngineConfig
-  readonly core?: CoreOptions
+  readonly core?: Core.CoreOptions
 }) => {
   // The later layer of a merge wins: the wrapped stores replace the plain ones.
   const stores = Layer.merge(StoreFaults.layer, StoreFaults.layerRun).pipe(
     Layer.provideMerge(
       Layer.merge(
         isPgLocation(config.location)
-          ? layerStoresPg({ url: config.location, busyTimeoutMs: config.busyTimeoutMs })
-          : layerStores({ filename: config.location, busyTimeoutMs: config.busyTimeoutMs }),
+          ? App.layerStoresPg({ url: config.location, busyTimeoutMs: config.busyTimeoutMs })
+          : App.layerStores({ filename: config.location, busyTimeoutMs: config.busyTimeoutMs }),
         layerNoCrashPoints
       )
     )
   )
-  const core = layerCore(config.core).pipe(
+  const core = Core.layer(config.core).pipe(
     Layer.provide(TerminalMessages.layerComposer),
     Layer.provideMerge(stores)
   )
-  const events = SyncOnEligible.layer.pipe(Layer.provide(core))
+  const events = App.layerSyncOnEligible.pipe(Layer.provide(core))
   const coordinator = TerminalMessages.layerCoordinator.pipe(Layer.provide(core))
   const notifier = NotifierLive.layer.pipe(Layer.provideMerge(stores))
   const notifications = NotificationsLive.layer().pipe(Layer.provideMerge(notifier))

@@ -7,7 +7,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Context, Effect, Exit, Fiber, Layer, Logger, LogLevel, Ref, Scope, TestClock } from "effect"
 import { Coordinator } from "../../src/delivery/coordinator.ts"
-import { layerCore } from "../../src/delivery/coordinator-live.ts"
+import * as Core from "../../src/delivery/coordinator-live.ts"
 import type { SourceEvent } from "../../src/domain/event-policy.ts"
 import { SourceEvents } from "../../src/interruption/source-events.ts"
 import { layerFake, PiSessionFake } from "../../src/session/pi-session-fake.ts"
@@ -45,7 +45,7 @@ const makeProcess = (
       )
     )
     const core = yield* Layer.build(
-      layerCore({
+      Core.layer({
         coordinator: { syncIntervalMs: null },
         interruptions: { persistTimeoutMs: PERSIST_TIMEOUT_MS }
       }).pipe(Layer.provide(Layer.succeedContext(stores)), Layer.provide(Layer.succeedContext(session)))

@@ -12,9 +12,9 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer, Logger, LogLevel } from "effect"
-import { runCommand } from "../../src/app/command-actions.ts"
+import { runCommand } from "../../src/app/command.ts"
 import { afterSettle, classifySettle, onSessionStart } from "../../src/app/session-hooks.ts"
-import { runTool } from "../../src/app/tool-actions.ts"
+import { runTool } from "../../src/app/tool.ts"
 import type { Reply } from "../../src/app/replies.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { RunStore } from "../../src/store/run-store.ts"

@@ -7,8 +7,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
-import { layerApp } from "../../src/app/layers.ts"
-import { runTool } from "../../src/app/tool-actions.ts"
+import * as App from "../../src/app/layers.ts"
+import { runTool } from "../../src/app/tool.ts"
 import { Coordinator } from "../../src/delivery/coordinator.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { RunStore } from "../../src/store/run-store.ts"
@@ -17,6 +17,7 @@ import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { eventually, FALLBACK, STEP } from "../app/support.ts"
 import { appDatabase } from "../support/backend.ts"
 import { faultLocation, holdLockInProcess, LOCKED } from "./backend-faults.ts"
+import { NoPeriodicPasses } from "../support/timing.ts"
 
 const slow = {
   name: "slow",
@@ -33,12 +34,10 @@ const patient = {
 
 const app = (location: string) =>
   Layer.build(
-    layerApp({
+    App.layer({
       database: { ...appDatabase(location), busyTimeoutMs: 5_000 },
-      workflows: [slow, patient],
-      core: { coordinator: { syncIntervalMs: null } },
-      maintenanceIntervalMs: null
-    }).pipe(Layer.provideMerge(layerFake({ sessionId: "s1" })))
+      workflows: [slow, patient]
+    }).pipe(Layer.provide(NoPeriodicPasses), Layer.provideMerge(layerFake({ sessionId: "s1" })))
   )
 
 const started = (context: Context.Context<Engine | PiSessionFake>, workflow: string) =>
@@ -118,12 +117,10 @@ describe("interruptions while another process holds the write lock", () => {
     Effect.gen(function* () {
       const location = yield* faultLocation
       const context = yield* Layer.build(
-        layerApp({
+        App.layer({
           database: { ...appDatabase(location), busyTimeoutMs: 50 },
-          workflows: [patient],
-          core: { coordinator: { syncIntervalMs: null } },
-          maintenanceIntervalMs: null
-        }).pipe(Layer.provideMerge(layerFake({ sessionId: "s1" })))
+          workflows: [patient]
+        }).pipe(Layer.provide(NoPeriodicPasses), Layer.provideMerge(layerFake({ sessionId: "s1" })))
       )
       const runId = yield* started(context, "patient")
       const fake = Context.get(context, PiSessionFake)

@@ -11,10 +11,9 @@ import { join } from "node:path"
 import BetterSqlite from "better-sqlite3"
 import { Effect, Either, FastCheck as fc, Layer, ManagedRuntime, Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { layerApp } from "../../src/app/layers.ts"
-import { runTool } from "../../src/app/tool-actions.ts"
-import { MAX_ERROR_CHARS } from "../../src/app/text-bounds.ts"
-import { decodeToolInput, type ToolInput } from "../../src/app/tool-input.ts"
+import * as App from "../../src/app/layers.ts"
+import { runTool, decodeToolInput, type ToolInput } from "../../src/app/tool.ts"
+import { MAX_ERROR_CHARS } from "../../src/app/input-bounds.ts"
 import { prepareToolArguments, TOOL_ACTIONS } from "../../src/extension/tool-parameters.ts"
 import { layerFake } from "../../src/testing.ts"
 import { RUNS } from "./arbitraries.ts"
@@ -181,7 +180,7 @@ describe("the app given nonsensical tool input writes nothing", () => {
     edges: []
   }
   const runtime = ManagedRuntime.make(
-    layerApp({
+    App.layer({
       database: { filename },
       workflows: [guarded],
       core: { coordinator: { syncIntervalMs: null } }

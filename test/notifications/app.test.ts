@@ -4,10 +4,10 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { runCommand } from "../../src/app/command-actions.ts"
-import { layerApp } from "../../src/app/layers.ts"
+import { runCommand } from "../../src/app/command.ts"
+import * as App from "../../src/app/layers.ts"
 import { afterSettle, onSessionStart } from "../../src/app/session-hooks.ts"
-import { runTool } from "../../src/app/tool-actions.ts"
+import { runTool } from "../../src/app/tool.ts"
 import { NOTIFICATION_TYPE } from "../../src/domain/message-types.ts"
 import { NotificationStore } from "../../src/store/notification-store.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
@@ -45,7 +45,7 @@ const careless = {
 /** The app with a long rate window, so which reports coalesce does not depend on the machine's speed. */
 const app = Layer.unwrapScoped(
   Effect.map(freshLocation, (filename) =>
-    layerApp({
+    App.layer({
       database: appDatabase(filename),
       workflows: [reporter, careless],
       core: { coordinator: { syncIntervalMs: null } },

@@ -1,6 +1,6 @@
 /**
  * One application process for the two-process claim-transfer test (spawned by
- * claim-transfer-race.test.ts, never run by vitest): the whole application graph (`layerApp`)
+ * claim-transfer-race.test.ts, never run by vitest): the whole application graph (`App.layer`)
  * over one SQLite file and a fake Pi session for one session ID, driven by JSON-line commands
  * on stdin and answering each with one JSON line on stdout. The only workflow, `handoff`, has
  * one agent step whose prompt can be held at a gate and then built or made to throw, so the
@@ -8,14 +8,15 @@
  */
 import { createInterface } from "node:readline"
 import { Effect, Layer } from "effect"
-import { runCommand } from "../../src/app/command-actions.ts"
-import { layerApp } from "../../src/app/layers.ts"
+import { runCommand } from "../../src/app/command.ts"
+import * as App from "../../src/app/layers.ts"
 import { afterSettle, classifySettle, onSessionStart } from "../../src/app/session-hooks.ts"
-import { runTool } from "../../src/app/tool-actions.ts"
+import { runTool } from "../../src/app/tool.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { decodeCommand, type WorkerCommand } from "./app-protocol.ts"
+import { NoPeriodicPasses } from "../support/timing.ts"
 
 const [dbPath = "", leaseArg = "60000", renewArg = "20000"] = process.argv.slice(2)
 
@@ -44,13 +45,11 @@ const flow = {
   edges: []
 }
 
-const app = layerApp({
+const app = App.layer({
   database: { filename: dbPath },
   workflows: [flow],
-  engine: { leaseMs: Number(leaseArg), renewEveryMs: Number(renewArg) },
-  core: { coordinator: { syncIntervalMs: null } },
-  maintenanceIntervalMs: null
-}).pipe(Layer.provideMerge(layerFake({ sessionId: "s1" })))
+  engine: { leaseMs: Number(leaseArg), renewEveryMs: Number(renewArg) }
+}).pipe(Layer.provide(NoPeriodicPasses), Layer.provideMerge(layerFake({ sessionId: "s1" })))
 
 const answer = (id: number, value: unknown) =>
   Effect.sync(() => process.stdout.write(`${JSON.stringify({ id, value })}\n`))

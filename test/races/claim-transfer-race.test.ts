@@ -1,5 +1,5 @@
 /**
- * Claim transfer with two real processes: each runs the whole application graph (`layerApp`)
+ * Claim transfer with two real processes: each runs the whole application graph (`App.layer`)
  * over one SQLite file, with a fake Pi session for the same session ID (app-worker.ts). A runs
  * the agent step and renews rarely; its lease runs out, B takes the run over (its rerun of the
  * step waits at a gate), A notices at its next renewal and its turn is aborted. Then B's run
@@ -15,7 +15,7 @@
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Schedule, Schema } from "effect"
-import { layerStores } from "../../src/app/layers.ts"
+import * as App from "../../src/app/layers.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { type NodeChild, spawnNode } from "../support/node-child.ts"
 import { tempDbPath } from "../support/temp-db.ts"
@@ -130,7 +130,7 @@ const scenario = (origin: "tool" | "command", ending: Ending, late: boolean) =>
     // A renews rarely: its lease runs out, B takes over, A's next renewal finds the loss.
     const a = yield* spawnApp(dbPath, 150, late ? 5_000 : 600)
     const b = yield* spawnApp(dbPath, 60_000, 20_000)
-    const stores = yield* Layer.build(layerStores({ filename: dbPath }))
+    const stores = yield* Layer.build(App.layerStores({ filename: dbPath }))
     const intents = yield* Effect.provide(TurnIntentStore, stores)
     const listIntents = (runId: string) => Effect.orDie(intents.list({ runId, limit: 10 }))
 

@@ -2,12 +2,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { Coordinator } from "../../src/delivery/coordinator.ts"
-import { layerCore } from "../../src/delivery/coordinator-live.ts"
+import * as Core from "../../src/delivery/coordinator-live.ts"
 import { SourceEvents } from "../../src/interruption/source-events.ts"
 import { layerFake, layerTempStore, PiSessionFake } from "../../src/testing.ts"
 import { run, terminal } from "../conformance/harness.ts"
 
-const TestLayer = layerCore({ coordinator: { syncIntervalMs: null } }).pipe(
+const TestLayer = Core.layer({ coordinator: { syncIntervalMs: null } }).pipe(
   Layer.provideMerge(Layer.merge(layerFake({ sessionId: "session-1" }), layerTempStore()))
 )
 

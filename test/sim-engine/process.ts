@@ -1,10 +1,10 @@
 /**
  * One simulated Pi process of the engine simulation: the real application graph
- * (`src/app/layers.ts`'s own `layerAppWith`) over stores whose every call first passes the
+ * (`src/app/layers.ts`'s own `layerWith`) over stores whose every call first passes the
  * process's gate — a scheduling point, the fault the schedule set, or death after a SIGKILL.
  */
 import { type Context, type Deferred, Effect, Layer, type Scope } from "effect"
-import { layerAppWith, layerStores } from "../../src/app/layers.ts"
+import * as App from "../../src/app/layers.ts"
 import type { CrashPoint, CrashPointsService } from "../../src/delivery/coordinator.ts"
 import { StoreFailure } from "../../src/store/store-errors.ts"
 import {
@@ -60,9 +60,9 @@ export const appLayer = (options: {
   /** The workflows the process knows (default: the simulation's own). */
   readonly workflows?: ReadonlyArray<unknown>
 }) =>
-  layerAppWith(
+  App.layerWith(
     StoreFaults.layerGated(options.gate).pipe(
-      Layer.provide(layerStores({ filename: options.filename, busyTimeoutMs: 50 }))
+      Layer.provide(App.layerStores({ filename: options.filename, busyTimeoutMs: 50 }))
     ),
     {
       workflows: options.workflows ?? WORKFLOWS,

@@ -2,7 +2,7 @@
  * The world one engine schedule runs in: a real SQLite file, one fake Pi session (its branch
  * survives restarts, like a session file) and two process slots. Each process is the real
  * application graph (stores, the successor-turn core, the engine with its runner fibers), built by
- * `src/app/layers.ts` itself (`layerAppWith`), with the stores behind a fault gate and every store
+ * `src/app/layers.ts` itself (`App.layerWith`), with the stores behind a fault gate and every store
  * call a scheduling point. The schedule drives it only through what Pi drives: the `workflow` tool,
  * the `/workflow` command and the session hooks. Nothing here publishes a source event itself.
  *
@@ -12,9 +12,9 @@
  * itself is `process.ts`; the session as each process sees it, `session-view.ts`.
  */
 import { Deferred, Effect, Exit, type Fiber, Layer, Option, Scope } from "effect"
-import { runCommand } from "../../src/app/command-actions.ts"
+import { runCommand } from "../../src/app/command.ts"
 import { afterSettle, classifySettle, onSessionStart, onShutdown } from "../../src/app/session-hooks.ts"
-import { runTool } from "../../src/app/tool-actions.ts"
+import { runTool } from "../../src/app/tool.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { makeFake } from "../../src/session/pi-session-fake.ts"
 import type { SimClock } from "../sim/sim-clock.ts"

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer, TestClock } from "effect"
 import { Coordinator } from "../../src/delivery/coordinator.ts"
-import { layerCore } from "../../src/delivery/coordinator-live.ts"
+import * as Core from "../../src/delivery/coordinator-live.ts"
 import { SourceEvents } from "../../src/interruption/source-events.ts"
 import { layerFake, PiSessionFake } from "../../src/session/pi-session-fake.ts"
 import { layerSqlite, StoreFaults } from "../../src/testing/store-faults.ts"
@@ -81,7 +81,7 @@ describe("natural delivery waiting for a claim (sim seeds 1678, 2027, 2130, 2333
   it.scoped("a system abort that starts while a store call is slow is waited out too", () =>
     Effect.gen(function* () {
       const context = yield* Layer.build(
-        layerCore({ coordinator: { syncIntervalMs: null } }).pipe(
+        Core.layer({ coordinator: { syncIntervalMs: null } }).pipe(
           Layer.provideMerge(layerSqlite({ filename: yield* tempDbPath })),
           Layer.provideMerge(layerFake({ sessionId: "session-1" }))
         )

@@ -15,7 +15,7 @@
  */
 import type { SqlClient } from "@effect/sql"
 import { Context, Effect, Exit, Layer, Scope } from "effect"
-import * as SyncOnEligible from "../../src/app/sync-on-eligible.ts"
+import { layerSyncOnEligible } from "../../src/app/layers.ts"
 import { Coordinator } from "../../src/delivery/coordinator.ts"
 import * as CoordinatorLive from "../../src/delivery/coordinator-live.ts"
 import { AbortBookkeeping, make as makeBookkeeping } from "../../src/interruption/abort-bookkeeping.ts"
@@ -120,7 +120,7 @@ export const makeWorld = (
         // The core's parts over this process's store, sharing the session's abort bookkeeping.
         const core = yield* Layer.build(
           Layer.merge(
-            CoordinatorLive.layer({
+            CoordinatorLive.layerCoordinator({
               token: `p${slot}.${generation}`,
               leaseMs: LEASE_MS,
               claimRetryMs: CLAIM_RETRY_MS,
@@ -143,7 +143,7 @@ export const makeWorld = (
         ).pipe(Scope.extend(scope))
         // As in the app (src/app/layers.ts): an eligible event starts a fallback pass at once.
         const withPass = yield* Layer.build(
-          SyncOnEligible.layer.pipe(Layer.provide(Layer.succeedContext(core)))
+          layerSyncOnEligible.pipe(Layer.provide(Layer.succeedContext(core)))
         ).pipe(Scope.extend(scope))
         const proc: Proc = {
           slot,

@@ -9,7 +9,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Context, Duration, Effect, Exit, Layer, Option } from "effect"
 import { Coordinator } from "../../src/delivery/coordinator.ts"
-import { layerCore } from "../../src/delivery/coordinator-live.ts"
+import * as Core from "../../src/delivery/coordinator-live.ts"
 import { DEFAULT_TIMING_POLICY, TimingPolicy } from "../../src/domain/timing-policy.ts"
 import { layerFake, PiSessionFake } from "../../src/session/pi-session-fake.ts"
 import { Database } from "../../src/store/database.ts"
@@ -171,7 +171,7 @@ describe("a stalled server", () => {
           )
           const session = yield* Layer.build(layerFake({ sessionId: "session-1" }))
           const core = yield* Layer.build(
-            layerCore({ coordinator: { syncIntervalMs: null } }).pipe(
+            Core.layer({ coordinator: { syncIntervalMs: null } }).pipe(
               Layer.provide(Layer.succeedContext(stores)),
               Layer.provide(Layer.succeedContext(session))
             )

@@ -120,7 +120,7 @@ export const rawRowsAt = (location: string, text: string): Effect.Effect<Readonl
         }
       })
 
-/** `layerApp`'s `database` option for a location of either backend. */
+/** `App.layer`'s `database` option for a location of either backend. */
 export const appDatabase = (location: string): DatabaseOptions | PgDatabaseOptions =>
   isPgLocation(location) ? { url: location } : { filename: location }
 

@@ -5,7 +5,7 @@
  * sent its step prompt. Each test then decides how B and A meet.
  */
 import { Context, Effect, Layer } from "effect"
-import { layerAppWith, type StoreServices } from "../../src/app/layers.ts"
+import * as App from "../../src/app/layers.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import * as RunStoreSql from "../../src/store/run-store-sql.ts"
@@ -14,6 +14,7 @@ import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { databaseLayerAt } from "./backend.ts"
 import { untilOnRealTimers as until } from "./poll.ts"
 import { patient } from "./workflows.ts"
+import { NoPeriodicPasses } from "./timing.ts"
 
 export const STEP = "pi-workflows-agent-step"
 
@@ -24,15 +25,13 @@ export const runnerB = (filename: string) =>
   )
 
 /** A, with its run started and its step prompt in the session; the prompt's request and attempt. */
-export const runnerAPrompted = <E>(stores: Layer.Layer<StoreServices, E>) =>
+export const runnerAPrompted = <E>(stores: Layer.Layer<App.StoreServices, E>) =>
   Effect.gen(function* () {
     const app = yield* Layer.build(
-      layerAppWith(stores, {
+      App.layerWith(stores, {
         workflows: [patient],
-        engine: { leaseMs: 150, renewEveryMs: 600_000 },
-        core: { coordinator: { syncIntervalMs: null } },
-        maintenanceIntervalMs: null
-      }).pipe(Layer.provideMerge(layerFake({ sessionId: "s1" })))
+        engine: { leaseMs: 150, renewEveryMs: 600_000 }
+      }).pipe(Layer.provide(NoPeriodicPasses), Layer.provideMerge(layerFake({ sessionId: "s1" })))
     )
     const engine = Context.get(app, Engine)
     const fake = Context.get(app, PiSessionFake)

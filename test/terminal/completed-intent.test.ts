@@ -5,9 +5,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { reconcileSession } from "../../src/app/maintenance.ts"
-import { afterSettle } from "../../src/app/session-hooks.ts"
-import { runTool } from "../../src/app/tool-actions.ts"
+import { reconcileSession, afterSettle } from "../../src/app/session-hooks.ts"
+import { runTool } from "../../src/app/tool.ts"
 import { Coordinator } from "../../src/delivery/coordinator.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"

@@ -6,9 +6,9 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { runCommand } from "../../src/app/command-actions.ts"
+import { runCommand } from "../../src/app/command.ts"
 import { afterSettle, onSessionStart } from "../../src/app/session-hooks.ts"
-import { runTool } from "../../src/app/tool-actions.ts"
+import { runTool } from "../../src/app/tool.ts"
 import { NOTIFICATION_TYPE } from "../../src/domain/message-types.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"

@@ -5,9 +5,9 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
-import { layerApp } from "../../src/app/layers.ts"
+import * as App from "../../src/app/layers.ts"
 import { afterSettle } from "../../src/app/session-hooks.ts"
-import { runTool } from "../../src/app/tool-actions.ts"
+import { runTool } from "../../src/app/tool.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import { LaunchStore } from "../../src/store/launch-store.ts"
@@ -51,7 +51,7 @@ const monitor = {
 }
 
 const app = (filename: string) =>
-  layerApp({
+  App.layer({
     database: appDatabase(filename),
     workflows: [crash, progressing(), monitor],
     core: { coordinator: { syncIntervalMs: null } }

@@ -1,6 +1,6 @@
 import { Either } from "effect"
 import { describe, expect, it } from "vitest"
-import { decodeToolInput } from "../../src/app/tool-input.ts"
+import { decodeToolInput } from "../../src/app/tool.ts"
 import { TOOL_ACTIONS, toolParameters } from "../../src/extension/tool-parameters.ts"
 
 describe("workflow restart input", () => {

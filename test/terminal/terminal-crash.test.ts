@@ -14,7 +14,7 @@ import { join } from "node:path"
 import BetterSqlite from "better-sqlite3"
 import { Clock, Effect, Fiber, Logger, LogLevel, Schema } from "effect"
 import { describe, expect, it } from "vitest"
-import { runTool } from "../../src/app/tool-actions.ts"
+import { runTool } from "../../src/app/tool.ts"
 import { makeSimClock } from "../sim/sim-clock.ts"
 import { type CrashPlan, LEASE_MS, makeWorld, RUN_LEASE_MS } from "../sim-engine/world.ts"
 

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { agentDir, InvalidDatabasePath, isPostgresUrl, resolveDbPath } from "../../src/extension/db-path.ts"
+import { agentDir, InvalidDatabasePath, isPostgresUrl, resolveDbPath } from "../../src/app/db-path.ts"
 
 const root = mkdtempSync(join(tmpdir(), "pwt-dbpath-"))
 afterAll(() => rmSync(root, { recursive: true, force: true }))

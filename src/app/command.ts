@@ -1,18 +1,21 @@
 /**
- * The user's `/workflow` command. Unlike the tool, nothing here creates a turn intent: a direct
- * cancel or pause is the user taking control, so no automatic model turn follows. Also unlike the
- * tool, the user may act on any run of the project, another session's included; the reply then
- * names the owning session.
+ * The user's `/workflow` command: its arguments (`start <name> [json]`, `status [runId]`,
+ * `cancel [runId]`, `pause [runId]`, `resume [runId]`, `list`; pure parsing), its actions and its
+ * tab completion. Unlike the tool, nothing here creates a turn intent: a direct cancel or pause is
+ * the user taking control, so no automatic model turn follows. Also unlike the tool, the user may
+ * act on any run of the project, another session's included; the reply then names the owning
+ * session.
  */
-import { Clock, Effect, Option } from "effect"
-import type { CommandInput } from "./command-input.ts"
+import { Clock, Effect, Either, Option } from "effect"
+import { MAX_JSON_DEPTH, nestsDeeperThan, tooDeep, clipCodePoints as clip } from "../domain/text.ts"
 import { Engine } from "../engine/engine.ts"
-import type { WorkflowRegistry } from "../engine/registry.ts"
+import { WorkflowRegistry } from "../engine/registry.ts"
 import { Notifications } from "../notifications/notifications.ts"
 import { oneLine } from "../notifications/notifier.ts"
 import { PiSession } from "../session/pi-session.ts"
-import type { RunStore } from "../store/run-store.ts"
+import { RunStore } from "../store/run-store.ts"
 import type { LaunchStore } from "../store/launch-store.ts"
+import { MAX_ERROR_CHARS, quote } from "./input-bounds.ts"
 import {
   cancelledWithTurn,
   describeRun,
@@ -22,7 +25,53 @@ import {
   readableStatus,
   withStartExample
 } from "./replies.ts"
-import { NoActiveRun, runTool, targetRun } from "./tool-actions.ts"
+import { NoActiveRun, runTool, targetRun } from "./tool.ts"
+
+export type CommandInput =
+  | { readonly _tag: "list" }
+  | { readonly _tag: "start"; readonly workflow: string; readonly input: unknown }
+  | { readonly _tag: "status" | "cancel" | "pause" | "resume"; readonly runId: string | undefined }
+
+export const COMMAND_USAGE =
+  "usage: /workflow list | start <name> [json input] | status [runId] | cancel [runId] | pause [runId] | resume [runId]"
+
+export const parseCommand = (args: string): Either.Either<CommandInput, string> => {
+  const trimmed = args.trim()
+  const [verb = "", ...restParts] = trimmed.split(/\s+/)
+  const rest = trimmed.slice(verb.length).trim()
+  switch (verb) {
+    case "":
+    case "list":
+      return rest === "" ? Either.right({ _tag: "list" }) : Either.left(COMMAND_USAGE)
+    case "start": {
+      const [workflow] = restParts
+      if (workflow === undefined)
+        return Either.left(`/workflow start needs a workflow name. ${COMMAND_USAGE}`)
+      const json = rest.slice(workflow.length).trim()
+      if (json === "") return Either.right({ _tag: "start", workflow, input: null })
+      let input: unknown
+      try {
+        input = JSON.parse(json)
+      } catch (error) {
+        const why = error instanceof Error ? error.message : String(error)
+        return Either.left(clip(`/workflow start: the input is not valid JSON (${why})`, MAX_ERROR_CHARS))
+      }
+      // Deeper JSON would overflow every recursive copy and check downstream; refuse it here.
+      if (nestsDeeperThan(input, MAX_JSON_DEPTH)) {
+        return Either.left(`/workflow start: ${tooDeep("the input")}`)
+      }
+      return Either.right({ _tag: "start", workflow, input })
+    }
+    case "status":
+    case "cancel":
+    case "pause":
+    case "resume":
+      if (restParts.length > 1) return Either.left(COMMAND_USAGE)
+      return Either.right({ _tag: verb, runId: restParts[0] })
+    default:
+      return Either.left(`unknown subcommand ${quote(verb)}. ${COMMAND_USAGE}`)
+  }
+}
 
 export interface CommandReply extends Reply {
   /** The user resumed or cancelled a held workflow: fallback delivery may continue. */
@@ -150,3 +199,65 @@ export const runCommand = (
     // A store or service that throws is still a failed command for the user, never a crash.
     Effect.catchAllDefect((defect) => Effect.succeed(reply(failed(input._tag, defect))))
   )
+
+/**
+ * Tab completion for `/workflow …`: the subcommands, then the loaded workflows after `start`
+ * and the project's recent runs (newest first, this session's first) after the commands that
+ * take a run ID. Reads only; a store that cannot answer completes nothing rather than failing.
+ */
+export interface Completion {
+  /** The whole argument text after `/workflow ` once the completion is taken. */
+  readonly value: string
+  readonly label: string
+  readonly description?: string
+}
+
+/** Subcommands and what each does, in the order people reach for them. */
+export const SUBCOMMANDS: ReadonlyArray<readonly [string, string]> = [
+  ["status", "a run's state and steps (default: this session's runs)"],
+  ["start", "start a workflow: start <name> [json input]"],
+  ["cancel", "stop a run; no model turn follows"],
+  ["pause", "hold a run at its next step boundary"],
+  ["resume", "continue a held or paused run"],
+  ["list", "the loaded workflows"]
+]
+
+const RUN_VERBS = new Set(["status", "cancel", "pause", "resume"])
+/** At most this many run IDs are offered. */
+const MAX_RUNS = 20
+
+export const commandCompletions = (prefix: string) =>
+  Effect.gen(function* () {
+    const words = prefix.trimStart().split(/\s+/)
+    if (words.length <= 1) {
+      const typed = words[0] ?? ""
+      return SUBCOMMANDS.filter(([name]) => name.startsWith(typed)).map(
+        ([name, description]): Completion => ({ value: `${name} `, label: name, description })
+      )
+    }
+    if (words.length > 2) return []
+    const [verb = "", typed = ""] = words
+    if (verb === "start") {
+      const workflows = yield* (yield* WorkflowRegistry).list
+      return workflows
+        .map((w) => w.workflow.name)
+        .filter((name) => name.startsWith(typed))
+        .sort()
+        .map((name): Completion => ({ value: `start ${name} `, label: name }))
+    }
+    if (!RUN_VERBS.has(verb)) return []
+    const sessionId = yield* (yield* PiSession).sessionId
+    const runs = yield* (yield* RunStore).list({ limit: 200 })
+    const mine = runs.filter((run) => run.targetSessionId === sessionId)
+    const others = runs.filter((run) => run.targetSessionId !== sessionId)
+    return [...mine, ...others]
+      .filter((run) => run.runId.startsWith(typed))
+      .slice(0, MAX_RUNS)
+      .map(
+        (run): Completion => ({
+          value: `${verb} ${run.runId}`,
+          label: run.runId,
+          description: `${run.workflowName} · ${run.state}${run.targetSessionId === sessionId ? "" : " · another session"}`
+        })
+      )
+  }).pipe(Effect.orElseSucceed((): ReadonlyArray<Completion> => []))
