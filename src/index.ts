@@ -1,6 +1,8 @@
 /**
- * pi-workflow-turns as a library: one namespace per concept. The Pi extension is the
- * `./extension` entry; test kits (the fake Pi session, temp stores) are in `./testing`.
+ * pi-workflow-turns as a library: one namespace per concept, exactly what docs/library.md
+ * teaches. The Pi extension is the `./extension` entry; test kits (the fake Pi session, temp
+ * stores, store faults) are in `./testing`. Helpers the modules share among themselves are
+ * marked `@internal` and left out of the published declarations (tsconfig.build.json).
  */
 
 // Typed errors: the domain's and the stores'
@@ -15,6 +17,8 @@ export * as TurnIntent from "./domain/turn-intent.ts"
 
 // Stores
 export * as Database from "./store/database.ts"
+export * as LaunchStore from "./store/launch-store.ts"
+export * as LaunchStoreSqlite from "./store/launch-store-sql.ts"
 export * as NotificationStore from "./store/notification-store.ts"
 export * as NotificationStoreSqlite from "./store/notification-store-sql.ts"
 export * as RunStore from "./store/run-store.ts"

@@ -138,6 +138,7 @@ const only =
  * later. After each such event this SourceEvents decorator (over the core's SourceEvents and
  * Coordinator) starts one fallback pass in the background. The pass itself decides: a busy
  * session skips it and the next settle delivers.
+ * @internal the graph's own decorator (the fault tests rebuild the graph with it)
  */
 export const layerSyncOnEligible: Layer.Layer<SourceEvents, never, SourceEvents | Coordinator> = Layer.scoped(
   SourceEvents,
