@@ -1,35 +1,30 @@
 /**
- * Fault injection for both stores of the controller database, for tests of code that must
- * survive a failing database (ours and downstream). Two levels:
- *
+ * Fault injection for the stores of the controller database, for tests of code that must
+ * survive a failing database (ours and downstream); nothing here is used at runtime.
  * - `StoreFaults` wraps any `TurnIntentStore`, `RunStoreFaults` any `RunStore`; scripted per
  *   operation, each call can fail with `SQLITE_BUSY` or `SQLITE_READONLY` (as `StoreFailure`),
  *   throw (a defect), or hang (forever, or for a while and then answer). Faults fire a given
  *   number of times or until cleared. `layerSqliteBoth` wraps both stores on one file.
  * - `layerGated(gate)` runs a gate of your own before every store call instead of a script (a
- *   simulated scheduler: a yield point, a per-process fault, a killed process).
+ *   simulated scheduler: a yield point, a per-process fault, a killed process); both `Guard` each call.
  * - Database level, on a real SQLite file: `holdWriteLock` keeps another connection's write
  *   lock, `holdWriteLockInProcess` another process's (real `SQLITE_BUSY` after the busy
  *   budget), and `readOnlyConnection` switches a connection to read-only (real
  *   `SQLITE_READONLY`), all until their scope closes. `holdLockInChildProcess` runs a lock
  *   holder script of your own (another database's lock) in a child process the same way.
- *
- * Nothing here is used at runtime.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import * as SqlClient from "@effect/sql/SqlClient"
 import Sqlite from "better-sqlite3"
 import { Context, Duration, Effect, Layer, Ref, type Scope } from "effect"
-import { StoreFailure } from "../store/store-errors.ts"
-import type { DatabaseOptions, OpenError } from "../store/database.ts"
-import { Database } from "../store/database.ts"
+import { Database, type DatabaseOptions, type OpenError } from "../store/database.ts"
+import { NotificationStore, type NotificationStoreService } from "../store/notification-store.ts"
 import { RunStore, type RunStoreService } from "../store/run-store.ts"
 import * as RunStoreSql from "../store/run-store-sql.ts"
+import { StoreFailure } from "../store/store-errors.ts"
 import { TurnIntentStore, type TurnIntentStoreService } from "../store/turn-intent-store.ts"
 import * as TurnIntentStoreSql from "../store/turn-intent-store-sql.ts"
-import { type Guard, guardRunStore, guardTurnIntentStore } from "./store-guards.ts"
-
-export { type GatedStores, layerGated } from "./store-guards.ts"
+import { LaunchStore } from "../store/launch-store.ts"
 
 export type StoreOperation = keyof TurnIntentStoreService
 export type RunStoreOperation = keyof RunStoreService
@@ -102,6 +97,93 @@ const consume = (state: State, operation: string): [Fault | null, State] => {
   else rules[key] = { fault: rule.fault, remaining }
   const fired = { ...state.fired, [rule.fault._tag]: (state.fired[rule.fault._tag] ?? 0) + 1 }
   return [rule.fault, { rules, calls, fired }]
+}
+
+/** What runs around one call of `operation`; it may add a `StoreFailure`, which every operation declares. */
+export type Guard<Op extends string> = (
+  operation: Op
+) => <A, E>(call: Effect.Effect<A, E>) => Effect.Effect<A, E | StoreFailure>
+
+export const guardTurnIntentStore = (
+  store: TurnIntentStoreService,
+  guard: Guard<keyof TurnIntentStoreService>
+): TurnIntentStoreService => ({
+  ensure: (input) => guard("ensure")(store.ensure(input)),
+  get: (id) => guard("get")(store.get(id)),
+  claimForRun: (input) => guard("claimForRun")(store.claimForRun(input)),
+  claimEligibleForSession: (input) => guard("claimEligibleForSession")(store.claimEligibleForSession(input)),
+  makeEligible: (input) => guard("makeEligible")(store.makeEligible(input)),
+  resolve: (input) => guard("resolve")(store.resolve(input)),
+  renew: (input) => guard("renew")(store.renew(input)),
+  release: (input) => guard("release")(store.release(input)),
+  list: (query) => guard("list")(store.list(query))
+})
+
+export const guardRunStore = (
+  store: RunStoreService,
+  guard: Guard<keyof RunStoreService>
+): RunStoreService => ({
+  reserve: (run) => guard("reserve")(store.reserve(run)),
+  nextQueued: (sessionId) => guard("nextQueued")(store.nextQueued(sessionId)),
+  claim: (input) => guard("claim")(store.claim(input)),
+  renew: (fence, leaseMs) => guard("renew")(store.renew(fence, leaseMs)),
+  control: (fence) => guard("control")(store.control(fence)),
+  startStep: (fence, input) => guard("startStep")(store.startStep(fence, input)),
+  openRequest: (fence, input) => guard("openRequest")(store.openRequest(fence, input)),
+  recordInterruption: (fence, p) => guard("recordInterruption")(store.recordInterruption(fence, p)),
+  recordHandoff: (runId, p, options) => guard("recordHandoff")(store.recordHandoff(runId, p, options)),
+  clearInterruption: (fence) => guard("clearInterruption")(store.clearInterruption(fence)),
+  submit: (fence, input) => guard("submit")(store.submit(fence, input)),
+  settle: (fence, settlement) => guard("settle")(store.settle(fence, settlement)),
+  advance: (fence, settlement) => guard("advance")(store.advance(fence, settlement)),
+  requestPause: (runId) => guard("requestPause")(store.requestPause(runId)),
+  withdrawPause: (runId) => guard("withdrawPause")(store.withdrawPause(runId)),
+  cancel: (runId, by) => guard("cancel")(store.cancel(runId, by)),
+  recordEvent: (runId, event) => guard("recordEvent")(store.recordEvent(runId, event)),
+  events: (runId) => guard("events")(store.events(runId)),
+  get: (runId) => guard("get")(store.get(runId)),
+  listBySession: (sessionId, limit) => guard("listBySession")(store.listBySession(sessionId, limit)),
+  list: (query) => guard("list")(store.list(query)),
+  steps: (runId) => guard("steps")(store.steps(runId)),
+  request: (requestId) => guard("request")(store.request(requestId))
+})
+
+export const guardNotificationStore = (
+  store: NotificationStoreService,
+  guard: Guard<keyof NotificationStoreService>
+): NotificationStoreService => ({
+  insert: (input) => guard("insert")(store.insert(input)),
+  latest: (runId, kind) => guard("latest")(store.latest(runId, kind)),
+  takePending: (input) => guard("takePending")(store.takePending(input)),
+  list: (input) => guard("list")(store.list(input))
+})
+
+/** The stores of the controller database, as the application takes them (`App.StoreServices`). */
+export type GatedStores = TurnIntentStore | RunStore | NotificationStore | LaunchStore | Database
+
+/**
+ * Every call of the turn-intent, run and notification stores first runs `gate(operation)`: a
+ * scheduling point, a fault, a death. Launch rows are written inside the run store's
+ * transaction, so the launch store shares the run store's gate and passes through, with the
+ * `Database`.
+ */
+export const layerGated = (
+  gate: (operation: string) => Effect.Effect<void, StoreFailure>
+): Layer.Layer<GatedStores, never, GatedStores> => {
+  const guard =
+    (operation: string) =>
+    <A, E>(call: Effect.Effect<A, E>): Effect.Effect<A, E | StoreFailure> =>
+      Effect.zipRight(gate(operation), call)
+  return Layer.effectContext(
+    Effect.gen(function* () {
+      return Context.make(TurnIntentStore, guardTurnIntentStore(yield* TurnIntentStore, guard)).pipe(
+        Context.add(RunStore, guardRunStore(yield* RunStore, guard)),
+        Context.add(NotificationStore, guardNotificationStore(yield* NotificationStore, guard)),
+        Context.add(LaunchStore, yield* LaunchStore),
+        Context.add(Database, yield* Database)
+      )
+    })
+  )
 }
 
 /** A fault script over operations `Op`: the guard to wrap calls with, and its control. */
@@ -212,10 +294,11 @@ export const layerSqliteBoth = (
 ): Layer.Layer<
   TurnIntentStore | StoreFaults | RunStore | RunStoreFaults | Database | SqlClient.SqlClient,
   OpenError
-> => Layer.merge(layer, layerRun).pipe(Layer.provideMerge(storesOn(options)))
-
-const storesOn = (options: DatabaseOptions) =>
-  Layer.merge(TurnIntentStoreSql.layer, RunStoreSql.layer).pipe(Layer.provideMerge(Database.layer(options)))
+> =>
+  Layer.merge(layer, layerRun).pipe(
+    Layer.provideMerge(Layer.merge(TurnIntentStoreSql.layer, RunStoreSql.layer)),
+    Layer.provideMerge(Database.layer(options))
+  )
 
 /**
  * Run `script` in a child Node process (with `argument` as its `process.argv[1]`) that takes a
