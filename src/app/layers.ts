@@ -10,18 +10,19 @@
  * Three services reach the engine decorated, each a layer that takes the service from its input
  * and provides it again under the same Tag, so the engine sees only the decorated one:
  *
- *   RunStore ──► FinalOnEnd.layer ──────────────────► RunStore      a run's end writes its one
- *                (notifications/final-on-end.ts)                     `final` notification in the
- *                                                                    same transaction
- *   Coordinator ──► TerminalMessages.layerCoordinator ─► Coordinator  a completed run's
- *                   (terminal/terminal-messages.ts)                    presentation carries the
- *                                                                      terminal decision
- *   SourceEvents ──► layerSyncOnEligible (below) ─────► SourceEvents  an event that made an
- *                                                                      intent eligible starts a
- *                                                                      fallback pass at once
+ *   RunStore     ─► FinalOnEnd.layer                  ─► RunStore      (engine)
+ *   Coordinator  ─► TerminalMessages.layerCoordinator ─► Coordinator   (engine)
+ *   SourceEvents ─► layerSyncOnEligible (below)       ─► SourceEvents  (engine and caller)
  *
- * The decorated SourceEvents is also the one the caller sees; the RunStore and Coordinator the
- * caller sees are the undecorated ones.
+ * - FinalOnEnd.layer: a run's end writes the run's one `final` notification in the same
+ *   transaction, so a run never ends without it or with two.
+ * - TerminalMessages.layerCoordinator: a completed run's presentation carries the terminal
+ *   decision (restart or stop) and its card fields.
+ * - layerSyncOnEligible: an event that made an intent eligible outside a turn starts a fallback
+ *   pass at once instead of waiting for the periodic one.
+ *
+ * The caller's RunStore and Coordinator are the undecorated ones.
+ *
  * The stores are one input layer (`layerStores`, or your own through `layerWith`: a backend,
  * or the stores wrapped with faults or probes); the application exposes its services, never the
  * connection under them.
