@@ -8,11 +8,10 @@
 // Typed errors: the domain's and the stores'
 export * as Errors from "./errors.ts"
 
-// Domain (pure)
+// Domain (pure); EventPolicy holds the source events and the policy over them
 export * as EventPolicy from "./domain/event-policy.ts"
 export * as Facts from "./domain/facts.ts"
 export * as Identity from "./domain/identity.ts"
-export * as SourceEvent from "./domain/event-policy.ts"
 export * as TurnIntent from "./domain/turn-intent.ts"
 
 // Stores
@@ -29,9 +28,9 @@ export * as TurnIntentStoreSqlite from "./store/turn-intent-store-sql.ts"
 // Successor-turn core
 export * as AbortBookkeeping from "./interruption/abort-bookkeeping.ts"
 export * as Coordinator from "./delivery/coordinator.ts"
-export * as CoordinatorLive from "./delivery/coordinator-live.ts"
+// The live Coordinator and the core in one layer (`Core.layer`)
 export * as Core from "./delivery/coordinator-live.ts"
-export * as FallbackMessage from "./delivery/fallback.ts"
+export * as Fallback from "./delivery/fallback.ts"
 export * as Interruptions from "./interruption/interruptions.ts"
 export * as PiSession from "./session/pi-session.ts"
 export * as SourceEvents from "./interruption/source-events.ts"
