@@ -17,13 +17,13 @@ export * as TurnIntent from "./domain/turn-intent.ts"
 // Stores
 export * as Database from "./store/database.ts"
 export * as LaunchStore from "./store/launch-store.ts"
-export * as LaunchStoreSqlite from "./store/launch-store-sql.ts"
+export * as LaunchStoreSql from "./store/launch-store-sql.ts"
 export * as NotificationStore from "./store/notification-store.ts"
-export * as NotificationStoreSqlite from "./store/notification-store-sql.ts"
+export * as NotificationStoreSql from "./store/notification-store-sql.ts"
 export * as RunStore from "./store/run-store.ts"
-export * as RunStoreSqlite from "./store/run-store-sql.ts"
+export * as RunStoreSql from "./store/run-store-sql.ts"
 export * as TurnIntentStore from "./store/turn-intent-store.ts"
-export * as TurnIntentStoreSqlite from "./store/turn-intent-store-sql.ts"
+export * as TurnIntentStoreSql from "./store/turn-intent-store-sql.ts"
 
 // Successor-turn core
 export * as AbortBookkeeping from "./interruption/abort-bookkeeping.ts"

@@ -106,7 +106,10 @@ export const immediateAs =
   <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     asStoreFailure(operation)(database.immediate(effect))
 
-/** `f` with each call in a span named `name`: a store operation's (`RunStore.claim`), to follow a turn in a trace. */
+/**
+ * `f` with each call in a span named `name`: a store operation's (`RunStore.claim`), to follow a turn in a trace.
+ * @internal the stores' own helper, left out of the library's declarations
+ */
 export const traced =
   <Args extends ReadonlyArray<unknown>, A, E, R>(
     name: string,
