@@ -236,5 +236,9 @@ export const runTool = (
   }).pipe(
     Effect.catchAll((error) => Effect.succeed(withStartExample(failed(input._tag, error), error, "tool"))),
     // A store or service that throws is still a failed action for the model, never a crash.
-    Effect.catchAllDefect((defect) => Effect.succeed(failed(input._tag, defect)))
+    Effect.catchAllDefect((defect) => Effect.succeed(failed(input._tag, defect))),
+    // The root of a tool call's trace: the engine's and the stores' spans of the action nest here.
+    Effect.withSpan(`WorkflowTool.${input._tag}`, {
+      attributes: call.toolCallId === undefined ? {} : { toolCallId: call.toolCallId }
+    })
   )

@@ -88,28 +88,21 @@ export class Database extends Context.Tag("pi-workflow-turns/Database")<Database
 
 export type OpenError = StoreFailure | LegacyLaunchNotifications | IncompatibleStore
 
-/**
- * `effect` with `database`'s lock wait, when it has one (`DatabaseService.lockWait`).
- * @internal the stores' own helper, left out of the library's declarations
- */
+// `@internal`: the stores' own helpers, left out of the library's published declarations.
+
+/** @internal `effect` with `database`'s lock wait, when it has one (`DatabaseService.lockWait`). */
 export const waitingForLocks =
   (database: DatabaseService) =>
   <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     database.lockWait === undefined ? effect : database.lockWait(effect)
 
-/**
- * `immediate`, with an SQL failure (BEGIN, COMMIT, a statement) as this operation's `StoreFailure`.
- * @internal the stores' own helper, left out of the library's declarations
- */
+/** @internal `immediate`, with an SQL failure (BEGIN, COMMIT, a statement) as this operation's `StoreFailure`. */
 export const immediateAs =
   (database: DatabaseService, operation: string) =>
   <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     asStoreFailure(operation)(database.immediate(effect))
 
-/**
- * `f` with each call in a span named `name`: a store operation's (`RunStore.claim`), to follow a turn in a trace.
- * @internal the stores' own helper, left out of the library's declarations
- */
+/** @internal `f` with each call in a span `name` (`RunStore.claim`), to follow a turn in a trace. */
 export const traced =
   <Args extends ReadonlyArray<unknown>, A, E, R>(
     name: string,
@@ -126,26 +119,19 @@ export const traced =
  */
 const busyBudget = FiberRef.unsafeMake<number | null>(null)
 
-/**
- * The current fiber's lock budget (ms), null for the database default; other backends honour it too.
- * @internal the stores' own helper, left out of the library's declarations
- */
+/** @internal The current fiber's lock budget (ms), null for the database default; other backends honour it too. */
 export const currentLockBudget: Effect.Effect<number | null> = FiberRef.get(busyBudget)
 
 /**
- * Run `effect` with its statements waiting at most `ms` for another connection's lock (a
+ * @internal Run `effect` with its statements waiting at most `ms` for another connection's lock (a
  * fiber-local budget, so it reaches the stores' statements without passing anything).
- * @internal the stores' own helper, left out of the library's declarations
  */
 export const withLockBudget =
   (ms: number) =>
   <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.locally(effect, busyBudget, Math.max(0, Math.trunc(ms)))
 
-/**
- * The lock budget of the writes an abort makes (its provenance, its intent): well inside 250 ms.
- * @internal the stores' own helper, left out of the library's declarations
- */
+/** @internal The lock budget of the writes an abort makes (its provenance, its intent): well inside 250 ms. */
 export const ABORT_LOCK_BUDGET_MS = 150
 
 const LOCK_CODES: ReadonlySet<unknown> = new Set([
@@ -250,10 +236,7 @@ const legacyCheck = (sql: SqlClient.SqlClient, filename: string) =>
     }
   })
 
-/**
- * Undelivered `launch_failure` rows of the earlier alpha notifications table (0 without one).
- * @internal the stores' own helper, left out of the library's declarations
- */
+/** @internal Undelivered `launch_failure` rows of the earlier alpha notifications table (0 without one). */
 export const legacyLaunchFailures: Effect.Effect<number, StoreFailure, SqlClient.SqlClient> = Effect.gen(
   function* () {
     const sql = yield* SqlClient.SqlClient
