@@ -45,7 +45,7 @@ const Text = Schema.String
 const TextOrNull = Schema.NullOr(Schema.String)
 
 /** One row of `workflow_turn_intents`, column by column. */
-export const TurnIntentRow = Schema.Struct({
+const TurnIntentRow = Schema.Struct({
   intent_id: Text,
   source_event_id: Text,
   run_id: Text,
@@ -96,7 +96,7 @@ const hasOnlyTableColumns = (rows: ReadonlyArray<unknown>): boolean =>
 const decodeRows = Schema.decodeUnknown(Schema.Array(TurnIntentRow))
 const decodeRowsStrictly = Schema.decodeUnknown(Schema.Array(TurnIntentRow), { onExcessProperty: "error" })
 
-/** Decode result rows; a row that does not decode is a store fault (StoreFailure), never data. */
+/** @internal Decode result rows; a row that does not decode is a store fault (StoreFailure), never data. */
 export const decodeIntents =
   (operation: string) =>
   (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<TurnIntent>, StoreFailure> =>
