@@ -14,8 +14,7 @@ import { Effect, Exit, Fiber, Layer, Logger, LogLevel, Scope } from "effect"
 import * as App from "../src/app/layers.ts"
 import { afterSettle, classifySettle } from "../src/app/session-hooks.ts"
 import { runTool } from "../src/app/tool.ts"
-import { DEFAULT_TIMING_POLICY, TimingPolicy } from "../src/domain/timing-policy.ts"
-import { DEFAULT_PERSIST_TIMEOUT_MS } from "../src/interruption/interruptions.ts"
+import { DEFAULT_TIMING_POLICY, TimingPolicy, toMillis } from "../src/domain/timing-policy.ts"
 import { layerFake, PiSessionFake } from "../src/session/pi-session-fake.ts"
 import { holdWriteLockInProcess } from "../src/testing/store-faults.ts"
 import { type ChatRequest, contentText, startMockOpenAI } from "../test/e2e/harness/mock-openai.ts"
@@ -38,6 +37,7 @@ import { nowUs } from "./sql.ts"
 /** Goals of issue 25: tool call → abort (p99), and the fallback after the aborted turn settles (p99). */
 const ABORT_GOAL_US = 5_000
 const FALLBACK_GOAL_MS = 20
+const PERSIST_TIMEOUT_MS = toMillis(DEFAULT_TIMING_POLICY.abortPersistTimeout)
 
 const STEP = "pi-workflows-agent-step"
 const FALLBACK = "pi-workflows-deferred-turn"
@@ -184,8 +184,8 @@ export const abortSection: BenchSection = {
         detail: `p50 ${us(tool.toAbort.median)} µs, p99 ${us(tool.toAbort.p99)} µs over ${toolRuns} tool calls`
       },
       {
-        name: `abort path: a write lock held by another process delays the abort by at most ${DEFAULT_PERSIST_TIMEOUT_MS} ms (p99)`,
-        ok: foreign.toAbort.p99 <= DEFAULT_PERSIST_TIMEOUT_MS * 1000,
+        name: `abort path: a write lock held by another process delays the abort by at most ${PERSIST_TIMEOUT_MS} ms (p99)`,
+        ok: foreign.toAbort.p99 <= PERSIST_TIMEOUT_MS * 1000,
         detail: `p50 ${ms(foreign.toAbort.median)}, p99 ${ms(foreign.toAbort.p99)} over ${foreignRuns} tool calls; ${foreign.unfinished} runs without their fallback afterwards`
       }
     ]
@@ -213,7 +213,7 @@ export const abortSection: BenchSection = {
         ]
       ),
       "",
-      `The abort's persist is bounded by persistTimeoutMs (${DEFAULT_PERSIST_TIMEOUT_MS} ms): the connection's own ` +
+      `The abort's persist is bounded by TimingPolicy.abortPersistTimeout (${PERSIST_TIMEOUT_MS} ms): the connection's own ` +
         "busy_timeout is 0 and lock waits are retried asynchronously (src/store/database.ts), so the event loop " +
         "never blocks on the lock, and the run reaches its durable end (with the intent made eligible) once the " +
         "lock is released. Millisecond tails come from WAL checkpoints (which fsync even with " +

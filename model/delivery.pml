@@ -347,7 +347,7 @@ restart:
 #endif
          if
          :: ok && CLAIMABLE(0, NAT(c)) -> claim(0, NAT(c))
-         :: ok && !CLAIMABLE(0, NAT(c)) -> /* held by another claimant: retry (every claimRetryMs) */
+         :: ok && !CLAIMABLE(0, NAT(c)) -> /* held by another claimant: retry (every TimingPolicy.claimRetry) */
             ok = 0;
             if :: natRetry[c] = 1; END_NAT; goto next :: skip /* the deadline passed */ fi
          :: !ok

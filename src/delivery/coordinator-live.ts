@@ -10,7 +10,7 @@
  */
 import { createHash, randomUUID } from "node:crypto"
 import { readFileSync } from "node:fs"
-import { Duration, Effect, Layer, Option, Ref } from "effect"
+import { Effect, Layer, Option, Ref } from "effect"
 import { TimingPolicy, toMillis } from "../domain/timing-policy.ts"
 import type { TurnIntent } from "../domain/turn-intent.ts"
 import * as AbortBookkeepingModule from "../interruption/abort-bookkeeping.ts"
@@ -37,20 +37,16 @@ import {
   WRITE_DELAY_BOUND_MS
 } from "./protocol.ts"
 
+/** The coordinator's settings other than timings (those are `TimingPolicy` fields). */
 export interface CoordinatorOptions {
-  /** Claim lease for one delivery (default 30 s); it must exceed `writeDelayBoundMs`. */
-  readonly leaseMs?: number
   /**
    * How long Pi may take to write a sent message (default `WRITE_DELAY_BOUND_MS`, 5 s): after
-   * that, a message missing from the branch of an idle session counts as lost.
+   * that, a message missing from the branch of an idle session counts as lost. The policy's
+   * `deliveryLease` must exceed it.
    */
   readonly writeDelayBoundMs?: number
   /** Whether a claim token names a dead owner (default: a gone process of this machine's boot). */
   readonly isDeadOwner?: (token: string) => boolean
-  /** Spacing of the periodic idle sync pass (default 10 s); null turns it off. */
-  readonly syncIntervalMs?: number | null
-  /** Delay between claim attempts while another claimant holds an intent (default 500 ms). */
-  readonly claimRetryMs?: number
   /** Attempts to store a resolution after a successful send (default 4). */
   readonly resolveAttempts?: number
   /** Claimant identity prefix (default one naming this process, `ownerToken`, plus a random part). */
@@ -60,7 +56,7 @@ export interface CoordinatorOptions {
 export const make = (options: CoordinatorOptions = {}) =>
   Effect.gen(function* () {
     const policy = yield* TimingPolicy
-    const leaseMs = options.leaseMs ?? toMillis(policy.deliveryLease)
+    const leaseMs = toMillis(policy.deliveryLease)
     const writeDelayBoundMs = options.writeDelayBoundMs ?? WRITE_DELAY_BOUND_MS
     if (!leaseCoversWriteDelay(leaseMs, writeDelayBoundMs)) {
       // Condition 1 of docs/protocol.md: a shorter lease lets a second claimant send a copy.
@@ -76,7 +72,7 @@ export const make = (options: CoordinatorOptions = {}) =>
       leaseMs,
       writeDelayBoundMs,
       isDeadOwner: options.isDeadOwner ?? ((token) => isDeadOwner(token)),
-      claimRetryMs: options.claimRetryMs ?? 500,
+      claimRetryMs: toMillis(policy.claimRetry),
       resolveAttempts: options.resolveAttempts ?? 4,
       naturalInFlight: yield* Ref.make<ReadonlyMap<string, number>>(new Map()),
       nextNatural: yield* Ref.make(1),
@@ -114,16 +110,10 @@ export const make = (options: CoordinatorOptions = {}) =>
       ),
       onSessionStart: syncFallbacks("sessionStart").pipe(Effect.withSpan("Coordinator.onSessionStart"))
     }
-    const interval =
-      options.syncIntervalMs !== undefined
-        ? options.syncIntervalMs
-        : policy.syncInterval === null
-          ? null
-          : toMillis(policy.syncInterval)
-    if (interval !== null) {
+    if (policy.syncInterval !== null) {
       yield* syncFallbacks("periodic").pipe(
         Effect.catchAllCause((cause) => Effect.logWarning("periodic fallback sync failed", cause)),
-        Effect.delay(Duration.millis(interval)),
+        Effect.delay(policy.syncInterval),
         Effect.forever,
         Effect.forkScoped
       )

@@ -1,8 +1,7 @@
 /**
  * The timing and retry policies of the service graph as values a program can replace: provide
  * `TimingPolicy` (a `Context.Reference`, so leaving it out keeps today's defaults) with your own
- * `Duration`s and `Schedule`s. A number given in a layer's options (`syncIntervalMs`, `leaseMs`,
- * `persistTimeoutMs`) still wins over the policy, as before.
+ * `Duration`s and `Schedule`s. It is the one way to set these timings: no layer option overrides it.
  *
  * The lease bound of docs/protocol.md still holds: a delivery lease must exceed the write-delay
  * bound, or the coordinator refuses to start.
@@ -28,6 +27,11 @@ export interface TimingPolicyService {
   readonly maintenanceInterval: Duration.Duration | null
   /** Claim lease of one delivery (default 30 s); it must exceed the write-delay bound (5 s). */
   readonly deliveryLease: Duration.Duration
+  /**
+   * Delay between a natural delivery's claim attempts while another claimant holds the intent
+   * (default 500 ms); it stops trying one lease (plus one delay) after the first refusal.
+   */
+  readonly claimRetry: Duration.Duration
   /** Longest an abort waits for its intent to be stored (default 250 ms). */
   readonly abortPersistTimeout: Duration.Duration
   /**
@@ -50,7 +54,7 @@ export interface TimingPolicyService {
 }
 
 /**
- * How long a delivery claim lives without renewal (the coordinator's default `leaseMs`); it must
+ * How long a delivery claim lives without renewal (the default `deliveryLease`); it must
  * exceed the write-delay bound of docs/protocol.md (`delivery/protocol.ts`).
  */
 export const DEFAULT_LEASE_MS = 30_000
@@ -81,6 +85,7 @@ export const DEFAULT_TIMING_POLICY: TimingPolicyService = {
   syncInterval: Duration.seconds(10),
   maintenanceInterval: Duration.seconds(5),
   deliveryLease: Duration.millis(DEFAULT_LEASE_MS),
+  claimRetry: Duration.millis(500),
   abortPersistTimeout: Duration.millis(250),
   pgStatementTimeout: null,
   pgIdleInTransactionTimeout: null
@@ -90,6 +95,6 @@ export class TimingPolicy extends Context.Reference<TimingPolicy>()("pi-workflow
   defaultValue: () => DEFAULT_TIMING_POLICY
 }) {}
 
-/** A policy duration as whole milliseconds (the unit the stores and options use). */
+/** A policy duration as whole milliseconds (the unit the stores use). */
 export const toMillis = (duration: Duration.Duration): number =>
   Math.max(0, Math.round(Duration.toMillis(duration)))

@@ -20,14 +20,11 @@ import { AbortBookkeeping } from "./abort-bookkeeping.ts"
 import { identify } from "./run-debts.ts"
 import { SourceEvents, type SourceEventsService } from "./source-events.ts"
 
+/** Terminal handling's settings; the abort's persist bound is `TimingPolicy.abortPersistTimeout`. */
 export interface InterruptionsOptions {
-  /** Longest the abort waits for the intent to be stored (default 250 ms). */
-  readonly persistTimeoutMs?: number
   /** Terminal handling retry policy (defaults: 4 attempts, 50 ms doubling, 2 s per attempt). */
   readonly terminal?: Partial<TerminalOptions>
 }
-
-export const DEFAULT_PERSIST_TIMEOUT_MS = 250
 
 const NO_INTENT = { intentId: null, warning: null } as const
 
@@ -53,7 +50,7 @@ export const make = (
   Effect.gen(function* () {
     const context = yield* Effect.context<TurnIntentStore | PiSession | AbortBookkeeping>()
     const session = yield* PiSession
-    const persistTimeoutMs = options.persistTimeoutMs ?? toMillis((yield* TimingPolicy).abortPersistTimeout)
+    const persistTimeoutMs = toMillis((yield* TimingPolicy).abortPersistTimeout)
     const terminal: TerminalOptions = {
       attempts: options.terminal?.attempts ?? 4,
       retryBaseMs: options.terminal?.retryBaseMs ?? 50,
@@ -132,7 +129,7 @@ export const layer = (
 //
 // 1. build the source event and intent IDs from that provenance;
 // 2. try to persist the intent, bounded in time, so a slow or failing store cannot hold the
-//    abort back by more than `persistTimeoutMs`;
+//    abort back by more than `TimingPolicy.abortPersistTimeout`;
 // 3. record the intent in system-abort bookkeeping;
 // 4. abort the turn.
 //

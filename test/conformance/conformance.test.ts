@@ -4,7 +4,7 @@
  * and TestClock.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Scope, TestClock } from "effect"
+import { Duration, Effect, Exit, Fiber, Scope, TestClock } from "effect"
 import type { SourceEvent } from "../../src/domain/event-policy.ts"
 import { makeKit, newRun } from "../notifications/kit.ts"
 import { freshLocation, joinAdvancing, whenDone } from "../support/backend.ts"
@@ -96,7 +96,7 @@ describe("conformance: an agent self-cancel receives one fallback after settleme
 
   it.scoped("terminal cancellation recorded after the settle: the periodic pass delivers it once", () =>
     Effect.gen(function* () {
-      const h = yield* makeHarness({ coordinator: { syncIntervalMs: 2_000 } })
+      const h = yield* makeHarness({ timings: { syncInterval: Duration.millis(2_000) } })
       yield* h.fake.startTurn
       yield* h.events.publish(interrupted("agentCancelled"))
       yield* h.settle(true)
@@ -175,7 +175,7 @@ describe("conformance: direct cancellation, pause, Escape, user hold, and shutdo
 
   it.scoped("quiet events create no intent, abort nothing and start no turn", () =>
     Effect.gen(function* () {
-      const h = yield* makeHarness({ coordinator: { syncIntervalMs: 60_000 } })
+      const h = yield* makeHarness({ timings: { syncInterval: Duration.millis(60_000) } })
       yield* h.fake.startTurn
       for (const kind of ["directCancel", "pause", "userHold", "shutdown"] as const)
         yield* h.events.publish(quiet(kind))
@@ -192,7 +192,7 @@ describe("conformance: direct cancellation, pause, Escape, user hold, and shutdo
 
   it.scoped("Escape holds the workflow: no fallback is sent while held, even for an eligible intent", () =>
     Effect.gen(function* () {
-      const h = yield* makeHarness({ coordinator: { syncIntervalMs: 60_000 } })
+      const h = yield* makeHarness({ timings: { syncInterval: Duration.millis(60_000) } })
       yield* h.events.publish(terminal("failed", null, { run: run({ runId: "other-run" }) }))
       yield* h.fake.startTurn
       yield* h.fake.setUserHold(true) // the adapter sets this on the user's Escape
@@ -205,7 +205,7 @@ describe("conformance: direct cancellation, pause, Escape, user hold, and shutdo
 
   it.scoped("a shutting-down session never receives a fallback", () =>
     Effect.gen(function* () {
-      const h = yield* makeHarness({ coordinator: { syncIntervalMs: 60_000 } })
+      const h = yield* makeHarness({ timings: { syncInterval: Duration.millis(60_000) } })
       yield* h.fake.startTurn
       yield* h.events.publish(interrupted("agentCancelled"))
       yield* h.events.publish(terminal("cancelled", provenance("agentCancelled")))
@@ -221,7 +221,7 @@ describe("conformance: direct cancellation, pause, Escape, user hold, and shutdo
 describe("conformance: claim transfer permits natural resolution by the new owner and prevents stale writes", () => {
   it.scoped("old runner loses its claim; the intent waits; the new owner's prompt resolves it", () =>
     Effect.gen(function* () {
-      const oldRunner = yield* makeHarness({ coordinator: { syncIntervalMs: 3_600_000 } })
+      const oldRunner = yield* makeHarness({ timings: { syncInterval: Duration.millis(3_600_000) } })
       const newRunner = yield* makeHarness({ path: oldRunner.path, sessionOf: oldRunner })
       yield* oldRunner.fake.startTurn
       const { intentId } = yield* oldRunner.events.publish(interrupted("claimLost"))
@@ -281,7 +281,7 @@ describe("conformance: claim transfer permits natural resolution by the new owne
 describe("conformance: polling, restart, lease expiry, and send-before-resolution failure do not duplicate turns", () => {
   it.scoped("polling: many periodic passes, one fallback", () =>
     Effect.gen(function* () {
-      const h = yield* makeHarness({ coordinator: { syncIntervalMs: 100 } })
+      const h = yield* makeHarness({ timings: { syncInterval: Duration.millis(100) } })
       yield* h.events.publish(terminal("failed", null))
       for (let i = 0; i < 20; i++) {
         yield* TestClock.adjust(100)

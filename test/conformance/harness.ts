@@ -7,6 +7,7 @@ import { Context, Effect, Layer } from "effect"
 import type { Provenance, RunRef, SourceEvent, TerminalState } from "../../src/domain/event-policy.ts"
 import { Coordinator } from "../../src/delivery/coordinator.ts"
 import type { CoordinatorOptions } from "../../src/delivery/coordinator-live.ts"
+import type { TimingPolicyService } from "../../src/domain/timing-policy.ts"
 import * as Core from "../../src/delivery/coordinator-live.ts"
 import { AbortBookkeeping } from "../../src/interruption/abort-bookkeeping.ts"
 import type { InterruptionsOptions } from "../../src/interruption/interruptions.ts"
@@ -18,6 +19,7 @@ import * as TurnIntentStoreSql from "../../src/store/turn-intent-store-sql.ts"
 import * as StoreFaults from "../../src/testing/store-faults.ts"
 import type { StoreFaultsControl, StoreOperation } from "../../src/testing/store-faults.ts"
 import { databaseLayerAt, freshLocation } from "../support/backend.ts"
+import { withTimings } from "../support/timing.ts"
 
 /** `fail`: every call fails; `hang`: every call never answers; a number: fail that many calls. */
 export type Fault = "fail" | "hang" | number
@@ -46,6 +48,8 @@ export interface HarnessOptions {
   readonly sessionOf?: { readonly sessionContext: Context.Context<PiSession | PiSessionFake> }
   readonly coordinator?: CoordinatorOptions
   readonly interruptions?: InterruptionsOptions
+  /** Timing policy fields over the defaults; the periodic fallback pass is off unless given. */
+  readonly timings?: Partial<TimingPolicyService>
 }
 
 export const makeHarness = (options: HarnessOptions = {}) =>
@@ -60,9 +64,10 @@ export const makeHarness = (options: HarnessOptions = {}) =>
       (yield* Layer.build(layerFake({ sessionId: "session-1", ...options.session })))
     const core = yield* Layer.build(
       Core.layer({
-        coordinator: { syncIntervalMs: null, ...options.coordinator },
+        ...(options.coordinator === undefined ? {} : { coordinator: options.coordinator }),
         ...(options.interruptions === undefined ? {} : { interruptions: options.interruptions })
       }).pipe(
+        Layer.provide(withTimings({ syncInterval: null, ...options.timings })),
         Layer.provide(Layer.succeed(TurnIntentStore, store)),
         Layer.provide(Layer.succeedContext(sessionContext))
       )

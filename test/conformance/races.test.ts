@@ -3,7 +3,7 @@
  * lease expiry, restart with pending eligible intents and busy-session deferral.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Scope, TestClock } from "effect"
+import { Duration, Effect, Exit, Fiber, Scope, TestClock } from "effect"
 import { freshLocation } from "../support/backend.ts"
 import { FALLBACK, interrupted, makeHarness, prompt, provenance, run, terminal } from "./harness.ts"
 
@@ -78,7 +78,7 @@ describe("send failure, lease expiry, restart, busy session", () => {
 
   it.scoped("a claim stranded by a failed release is taken over only after its lease expires", () =>
     Effect.gen(function* () {
-      const a = yield* makeHarness({ coordinator: { leaseMs: 30_000 } })
+      const a = yield* makeHarness({ timings: { deliveryLease: Duration.millis(30_000) } })
       const b = yield* makeHarness({ path: a.path })
       const { intentId } = yield* a.events.publish(terminal("failed", null))
       yield* a.fake.failNextSends(1)

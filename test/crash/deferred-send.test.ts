@@ -17,6 +17,7 @@ import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { layerSqlite } from "../../src/store/turn-intent-store-sql.ts"
 import { FALLBACK, run, terminal } from "../conformance/harness.ts"
 import { tempDbPath } from "../support/temp-db.ts"
+import { NoSyncPass } from "../support/timing.ts"
 
 /** A process: the core on `filename` over the session, sends deferred when `defer` is set. */
 const makeProcess = (filename: string, session: Context.Context<PiSession | PiSessionFake>, defer: boolean) =>
@@ -29,7 +30,8 @@ const makeProcess = (filename: string, session: Context.Context<PiSession | PiSe
       send: (message, options) => Ref.update(queue, (q) => [...q, [message, options] as const])
     })
     const context = yield* Layer.build(
-      Core.layer({ coordinator: { syncIntervalMs: null } }).pipe(
+      Core.layer().pipe(
+        Layer.provide(NoSyncPass),
         Layer.provideMerge(layerSqlite({ filename })),
         Layer.provide(Layer.succeed(PiSession, defer ? deferring : live))
       )

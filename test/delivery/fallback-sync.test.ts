@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, TestClock } from "effect"
+import { Duration, Effect, Fiber, TestClock } from "effect"
 import { resolutionMessageId } from "../../src/domain/identity.ts"
 import {
   FALLBACK,
@@ -150,7 +150,7 @@ describe("fallback sync", () => {
 
   it.scoped("the periodic pass delivers while idle, on its schedule", () =>
     Effect.gen(function* () {
-      const h = yield* makeHarness({ coordinator: { syncIntervalMs: 5_000 } })
+      const h = yield* makeHarness({ timings: { syncInterval: Duration.millis(5_000) } })
       yield* h.fake.startTurn
       yield* h.events.publish({ _tag: "LaunchFailed", run: run(), reason: "bad input" })
       yield* TestClock.adjust(5_000)

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Option, TestClock } from "effect"
+import { Duration, Effect, Fiber, Option, TestClock } from "effect"
 import { resolutionMessageId } from "../../src/domain/identity.ts"
 import {
   FALLBACK,
@@ -138,7 +138,9 @@ describe("natural delivery", () => {
 
   it.scoped("an intent claimed by another live claimant: wait, then claim it after the lease", () =>
     Effect.gen(function* () {
-      const h = yield* makeHarness({ coordinator: { leaseMs: 10_000, claimRetryMs: 1_000 } })
+      const h = yield* makeHarness({
+        timings: { deliveryLease: Duration.millis(10_000), claimRetry: Duration.millis(1_000) }
+      })
       const { intentId } = yield* h.events.publish(interrupted("timedOut"))
       const held = yield* h.store.claimForRun({
         runId: "run-1",
@@ -158,7 +160,7 @@ describe("natural delivery", () => {
 
   it.scoped("an intent resolved by its other claimant meanwhile: send without claiming", () =>
     Effect.gen(function* () {
-      const h = yield* makeHarness({ coordinator: { claimRetryMs: 1_000 } })
+      const h = yield* makeHarness({ timings: { claimRetry: Duration.millis(1_000) } })
       const { intentId } = yield* h.events.publish(interrupted("timedOut"))
       yield* h.store.claimForRun({
         runId: "run-1",

@@ -5,7 +5,7 @@
  * message only when the test says so; store calls and sends are logged in order.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Exit, Fiber, Layer, Ref, Scope, TestClock } from "effect"
+import { Context, Duration, Effect, Exit, Fiber, Layer, Ref, Scope, TestClock } from "effect"
 import { Coordinator } from "../../src/delivery/coordinator.ts"
 import * as Core from "../../src/delivery/coordinator-live.ts"
 import { DEFAULT_LEASE_MS } from "../../src/domain/timing-policy.ts"
@@ -23,8 +23,13 @@ import { TurnIntentStore, type TurnIntentStoreService } from "../../src/store/tu
 import { layerSqlite } from "../../src/store/turn-intent-store-sql.ts"
 import { run, terminal } from "../conformance/harness.ts"
 import { tempDbPath } from "../support/temp-db.ts"
+import { withTimings } from "../support/timing.ts"
 
-const makeProcess = (filename: string, options: { readonly leaseMs?: number }, renewDelayMs = 0) =>
+const makeProcess = (
+  filename: string,
+  timings: { readonly deliveryLease?: Duration.Duration },
+  renewDelayMs = 0
+) =>
   Effect.gen(function* () {
     const scope = yield* Scope.make()
     const session = yield* Layer.build(layerFake({ sessionId: "session-1" })).pipe(Scope.extend(scope))
@@ -56,7 +61,8 @@ const makeProcess = (filename: string, options: { readonly leaseMs?: number }, r
     const storeLayer = layerSqlite({ filename })
     const base = yield* Layer.build(storeLayer).pipe(Scope.extend(scope))
     const context = yield* Layer.build(
-      Core.layer({ coordinator: { syncIntervalMs: null, ...options } }).pipe(
+      Core.layer().pipe(
+        Layer.provide(withTimings({ syncInterval: null, ...timings })),
         Layer.provide(Layer.succeed(TurnIntentStore, logged(Context.get(base, TurnIntentStore)))),
         Layer.provide(Layer.succeed(PiSession, deferring))
       )
@@ -89,10 +95,16 @@ describe("condition 1: the lease outlasts Pi's write delay", () => {
   it.scoped("a coordinator with a lease not above the write-delay bound does not start", () =>
     Effect.gen(function* () {
       const filename = yield* tempDbPath
-      const exit = yield* Effect.exit(makeProcess(filename, { leaseMs: WRITE_DELAY_BOUND_MS }))
+      const exit = yield* Effect.exit(
+        makeProcess(filename, { deliveryLease: Duration.millis(WRITE_DELAY_BOUND_MS) })
+      )
       // The same lease one millisecond longer starts: the refusal is about condition 1 only.
       expect(
-        Exit.isSuccess(yield* Effect.exit(makeProcess(filename, { leaseMs: WRITE_DELAY_BOUND_MS + 1 })))
+        Exit.isSuccess(
+          yield* Effect.exit(
+            makeProcess(filename, { deliveryLease: Duration.millis(WRITE_DELAY_BOUND_MS + 1) })
+          )
+        )
       ).toBe(true)
       expect(Exit.isFailure(exit)).toBe(true)
     })

@@ -18,6 +18,7 @@ import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { layerAppUnderFaults } from "../faults/app-under-faults.ts"
 import { until } from "../support/poll.ts"
 import { tempDbPath } from "../support/temp-db.ts"
+import { NoSyncPass } from "../support/timing.ts"
 
 const STEP = "pi-workflows-agent-step"
 const FALLBACK = "pi-workflows-deferred-turn"
@@ -38,9 +39,8 @@ const buildApp = (filename: string) =>
       location: filename,
       busyTimeoutMs: 100,
       workflows: [routed],
-      engine: { leaseMs: 60_000, renewEveryMs: 20_000 },
-      core: { coordinator: { syncIntervalMs: null } }
-    }).pipe(Layer.provideMerge(layerFake({ sessionId: "s1" })))
+      engine: { leaseMs: 60_000, renewEveryMs: 20_000 }
+    }).pipe(Layer.provide(NoSyncPass), Layer.provideMerge(layerFake({ sessionId: "s1" })))
   )
 type App = Effect.Effect.Success<ReturnType<typeof buildApp>>
 const ctx = <I, S>(app: App, tag: Context.Tag<I, S>) => Context.get(app as Context.Context<I>, tag)

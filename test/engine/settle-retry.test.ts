@@ -7,7 +7,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, type Duration, Effect, Fiber, Layer, Logger, LogLevel, Option, Schedule } from "effect"
 import { runTool } from "../../src/app/tool.ts"
-import { DEFAULT_TIMING_POLICY, TimingPolicy } from "../../src/domain/timing-policy.ts"
+import type { TimingPolicyService } from "../../src/domain/timing-policy.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import { RunStoreFaults } from "../../src/testing/store-faults.ts"
@@ -15,6 +15,7 @@ import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { eventually, STEP } from "../app/support.ts"
 import { layerAppUnderFaults } from "../faults/app-under-faults.ts"
 import { tempDbPath } from "../support/temp-db.ts"
+import { withTimings } from "../support/timing.ts"
 
 const patient = {
   name: "patient",
@@ -25,7 +26,7 @@ const patient = {
 
 const build = (
   filename: string,
-  policy: Partial<typeof DEFAULT_TIMING_POLICY> = {},
+  policy: Partial<TimingPolicyService> = {},
   engine = { leaseMs: 60_000, renewEveryMs: 20_000 }
 ) =>
   Layer.build(
@@ -33,11 +34,10 @@ const build = (
       location: filename,
       busyTimeoutMs: 100,
       workflows: [patient],
-      engine,
-      core: { coordinator: { syncIntervalMs: null } }
+      engine
     }).pipe(
       Layer.provideMerge(layerFake({ sessionId: "s1" })),
-      Layer.provide(Layer.succeed(TimingPolicy, { ...DEFAULT_TIMING_POLICY, ...policy }))
+      Layer.provide(withTimings({ ...policy, syncInterval: null }))
     )
   )
 type App = Effect.Effect.Success<ReturnType<typeof build>>

@@ -5,7 +5,20 @@
  * eligible interruption gets exactly one successor message.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Context, Effect, Exit, Fiber, Layer, Logger, LogLevel, Ref, Scope, TestClock } from "effect"
+import {
+  Clock,
+  Context,
+  Duration,
+  Effect,
+  Exit,
+  Fiber,
+  Layer,
+  Logger,
+  LogLevel,
+  Ref,
+  Scope,
+  TestClock
+} from "effect"
 import { Coordinator } from "../../src/delivery/coordinator.ts"
 import * as Core from "../../src/delivery/coordinator-live.ts"
 import type { SourceEvent } from "../../src/domain/event-policy.ts"
@@ -20,6 +33,7 @@ import { type Fault, StoreFaults } from "../../src/testing/store-faults.ts"
 import { FALLBACK, interrupted, provenance, run, terminal } from "../conformance/harness.ts"
 import { isPgLocation, whenDone } from "../support/backend.ts"
 import { snapshotIntents } from "../support/store.ts"
+import { withTimings } from "../support/timing.ts"
 import { faultLocation, holdLock, LOCKED, READ_ONLY, readOnly } from "./backend-faults.ts"
 
 const PERSIST_TIMEOUT_MS = 250
@@ -45,10 +59,13 @@ const makeProcess = (
       )
     )
     const core = yield* Layer.build(
-      Core.layer({
-        coordinator: { syncIntervalMs: null },
-        interruptions: { persistTimeoutMs: PERSIST_TIMEOUT_MS }
-      }).pipe(Layer.provide(Layer.succeedContext(stores)), Layer.provide(Layer.succeedContext(session)))
+      Core.layer().pipe(
+        Layer.provide(
+          withTimings({ syncInterval: null, abortPersistTimeout: Duration.millis(PERSIST_TIMEOUT_MS) })
+        ),
+        Layer.provide(Layer.succeedContext(stores)),
+        Layer.provide(Layer.succeedContext(session))
+      )
     )
     const fake = Context.get(session, PiSessionFake)
     const coordinator = Context.get(core, Coordinator)

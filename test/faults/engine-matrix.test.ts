@@ -25,6 +25,7 @@ import { layerAppUnderFaults } from "./app-under-faults.ts"
 import { until } from "../support/poll.ts"
 import { crashing } from "../support/workflows.ts"
 import { faultLocation, REAL_FAULTS } from "./backend-faults.ts"
+import { NoSyncPass } from "../support/timing.ts"
 
 const STEP = "pi-workflows-agent-step"
 
@@ -61,9 +62,8 @@ const buildApp = (filename: string, engine: { readonly leaseMs: number; readonly
       location: filename,
       busyTimeoutMs: 100,
       workflows: WORKFLOWS,
-      engine,
-      core: { coordinator: { syncIntervalMs: null } }
-    }).pipe(Layer.provideMerge(layerFake({ sessionId: "s1" })))
+      engine
+    }).pipe(Layer.provide(NoSyncPass), Layer.provideMerge(layerFake({ sessionId: "s1" })))
   )
 type App = Effect.Effect.Success<ReturnType<typeof buildApp>>
 

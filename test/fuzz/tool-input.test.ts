@@ -17,6 +17,7 @@ import { MAX_ERROR_CHARS } from "../../src/app/input-bounds.ts"
 import { prepareToolArguments, TOOL_ACTIONS } from "../../src/extension/tool-parameters.ts"
 import { layerFake } from "../../src/testing.ts"
 import { RUNS } from "./arbitraries.ts"
+import { NoSyncPass } from "../support/timing.ts"
 
 const id = fc.string({ minLength: 1, maxLength: 512 })
 const badId = fc.oneof(
@@ -182,9 +183,8 @@ describe("the app given nonsensical tool input writes nothing", () => {
   const runtime = ManagedRuntime.make(
     App.layer({
       database: { filename },
-      workflows: [guarded],
-      core: { coordinator: { syncIntervalMs: null } }
-    }).pipe(Layer.provideMerge(layerFake({ sessionId: "fuzz-session" })))
+      workflows: [guarded]
+    }).pipe(Layer.provide(NoSyncPass), Layer.provideMerge(layerFake({ sessionId: "fuzz-session" })))
   )
   let raw: BetterSqlite.Database
   const snapshot = () =>

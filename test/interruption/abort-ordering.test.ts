@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Option, TestClock } from "effect"
+import { Duration, Effect, Fiber, Option, TestClock } from "effect"
 import { interrupted, makeHarness, run } from "../conformance/harness.ts"
 
 describe("abort ordering", () => {
@@ -32,7 +32,7 @@ describe("abort ordering", () => {
 
   it.scoped("a store that never answers delays the abort by at most the persist bound", () =>
     Effect.gen(function* () {
-      const h = yield* makeHarness({ interruptions: { persistTimeoutMs: 250 } })
+      const h = yield* makeHarness({ timings: { abortPersistTimeout: Duration.millis(250) } })
       yield* h.fake.startTurn
       yield* h.setFaults({ ensure: "hang" })
       const publishing = yield* Effect.fork(h.events.publish(interrupted("timedOut")))
@@ -51,7 +51,7 @@ describe("abort ordering", () => {
     "a publisher interrupted while the store hangs still aborts the turn (abort is the finalizer)",
     () =>
       Effect.gen(function* () {
-        const h = yield* makeHarness({ interruptions: { persistTimeoutMs: 250 } })
+        const h = yield* makeHarness({ timings: { abortPersistTimeout: Duration.millis(250) } })
         yield* h.fake.startTurn
         yield* h.setFaults({ ensure: "hang" })
         const publishing = yield* Effect.fork(h.events.publish(interrupted("timedOut")))

@@ -14,6 +14,7 @@ import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { eventually, lastRequestId, PRESENTATION, sentOfType, STEP } from "../app/support.ts"
 import { appDatabase, freshLocation } from "../support/backend.ts"
+import { NoSyncPass } from "../support/timing.ts"
 
 const reporter = {
   name: "reporter",
@@ -48,9 +49,8 @@ const app = Layer.unwrapScoped(
     App.layer({
       database: appDatabase(filename),
       workflows: [reporter, careless],
-      core: { coordinator: { syncIntervalMs: null } },
       notifications: { minIntervalMs: 60_000 }
-    }).pipe(Layer.provideMerge(layerFake({ sessionId: "s1" })))
+    }).pipe(Layer.provide(NoSyncPass), Layer.provideMerge(layerFake({ sessionId: "s1" })))
   )
 )
 

@@ -6,8 +6,10 @@ import * as Core from "../../src/delivery/coordinator-live.ts"
 import { SourceEvents } from "../../src/interruption/source-events.ts"
 import { layerFake, layerTempStore, PiSessionFake } from "../../src/testing.ts"
 import { run, terminal } from "../conformance/harness.ts"
+import { NoSyncPass } from "../support/timing.ts"
 
-const TestLayer = Core.layer({ coordinator: { syncIntervalMs: null } }).pipe(
+const TestLayer = Core.layer().pipe(
+  Layer.provide(NoSyncPass),
   Layer.provideMerge(Layer.merge(layerFake({ sessionId: "session-1" }), layerTempStore()))
 )
 

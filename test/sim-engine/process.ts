@@ -3,7 +3,7 @@
  * (`src/app/layers.ts`'s own `layerWith`) over stores whose every call first passes the
  * process's gate — a scheduling point, the fault the schedule set, or death after a SIGKILL.
  */
-import { type Context, type Deferred, Effect, Layer, type Scope } from "effect"
+import { type Context, type Deferred, Duration, Effect, Layer, type Scope } from "effect"
 import * as App from "../../src/app/layers.ts"
 import type { CrashPoint, CrashPointsService } from "../../src/delivery/coordinator.ts"
 import { StoreFailure } from "../../src/store/store-errors.ts"
@@ -15,6 +15,7 @@ import {
 } from "../../src/session/pi-session.ts"
 import * as StoreFaults from "../../src/testing/store-faults.ts"
 import type { ProcessClock } from "../sim/sim-clock.ts"
+import { withTimings } from "../support/timing.ts"
 import type { FaultKind, Proc } from "./schedule.ts"
 import { WORKFLOWS } from "./workflows.ts"
 
@@ -66,13 +67,19 @@ export const appLayer = (options: {
     ),
     {
       workflows: options.workflows ?? WORKFLOWS,
-      core: {
-        coordinator: { token: options.token, leaseMs: LEASE_MS, syncIntervalMs: SYNC_INTERVAL_MS }
-      },
+      core: { coordinator: { token: options.token } },
       engine: { leaseMs: RUN_LEASE_MS, renewEveryMs: RUN_LEASE_MS / 3 },
       crashPoints: options.crashPoints
     }
-  ).pipe(Layer.provideMerge(Layer.succeed(PiSession, options.session)))
+  ).pipe(
+    Layer.provide(
+      withTimings({
+        deliveryLease: Duration.millis(LEASE_MS),
+        syncInterval: Duration.millis(SYNC_INTERVAL_MS)
+      })
+    ),
+    Layer.provideMerge(Layer.succeed(PiSession, options.session))
+  )
 
 export type SimServices = Layer.Layer.Success<ReturnType<typeof appLayer>>
 

@@ -3,7 +3,7 @@
  * that first found it). They run on the conformance harness: real SQLite, fake Pi, TestClock.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Fiber, Layer, TestClock } from "effect"
+import { Context, Duration, Effect, Fiber, Layer, TestClock } from "effect"
 import { Coordinator } from "../../src/delivery/coordinator.ts"
 import * as Core from "../../src/delivery/coordinator-live.ts"
 import { SourceEvents } from "../../src/interruption/source-events.ts"
@@ -11,13 +11,16 @@ import { layerFake, PiSessionFake } from "../../src/session/pi-session-fake.ts"
 import { layerSqlite, StoreFaults } from "../../src/testing/store-faults.ts"
 import { interrupted, makeHarness, presentation, prompt } from "../conformance/harness.ts"
 import { tempDbPath } from "../support/temp-db.ts"
+import { NoSyncPass } from "../support/timing.ts"
 
 describe("natural delivery waiting for a claim (sim seeds 1678, 2027, 2130, 2333, 2673, 2722, 2864)", () => {
   it.scoped(
     "a system abort that starts while it waits is waited out: nothing is sent into the aborting turn",
     () =>
       Effect.gen(function* () {
-        const h = yield* makeHarness({ coordinator: { leaseMs: 30_000, claimRetryMs: 500 } })
+        const h = yield* makeHarness({
+          timings: { deliveryLease: Duration.millis(30_000), claimRetry: Duration.millis(500) }
+        })
         yield* h.fake.startTurn
         const { intentId } = yield* h.events.publish(interrupted("timedOut"))
         yield* h.settle(true)
@@ -48,7 +51,9 @@ describe("natural delivery waiting for a claim (sim seeds 1678, 2027, 2130, 2333
 
   it.scoped("also when the intent was resolved meanwhile and the message goes out plain", () =>
     Effect.gen(function* () {
-      const h = yield* makeHarness({ coordinator: { leaseMs: 30_000, claimRetryMs: 500 } })
+      const h = yield* makeHarness({
+        timings: { deliveryLease: Duration.millis(30_000), claimRetry: Duration.millis(500) }
+      })
       yield* h.fake.startTurn
       yield* h.events.publish(interrupted("agentCancelled"))
       yield* h.settle(true)
@@ -81,7 +86,8 @@ describe("natural delivery waiting for a claim (sim seeds 1678, 2027, 2130, 2333
   it.scoped("a system abort that starts while a store call is slow is waited out too", () =>
     Effect.gen(function* () {
       const context = yield* Layer.build(
-        Core.layer({ coordinator: { syncIntervalMs: null } }).pipe(
+        Core.layer().pipe(
+          Layer.provide(NoSyncPass),
           Layer.provideMerge(layerSqlite({ filename: yield* tempDbPath })),
           Layer.provideMerge(layerFake({ sessionId: "session-1" }))
         )

@@ -14,7 +14,7 @@
  * each step does in world-steps.ts.
  */
 import type { SqlClient } from "@effect/sql"
-import { Context, Effect, Exit, Layer, Scope } from "effect"
+import { Context, Duration, Effect, Exit, Layer, Scope } from "effect"
 import { layerSyncOnEligible } from "../../src/app/layers.ts"
 import { Coordinator } from "../../src/delivery/coordinator.ts"
 import * as CoordinatorLive from "../../src/delivery/coordinator-live.ts"
@@ -27,6 +27,7 @@ import type { Database } from "../../src/store/database.ts"
 import { TurnIntentStore, type TurnIntentStoreService } from "../../src/store/turn-intent-store.ts"
 import * as TurnIntentStoreSql from "../../src/store/turn-intent-store-sql.ts"
 import { layer as StoreFaultsLayer, StoreFaults } from "../../src/testing/store-faults.ts"
+import { withTimings } from "../support/timing.ts"
 import { fork, type Mutation, type Proc } from "./proc.ts"
 import type { NaturalLog, PublishLog, SendLog } from "./records.ts"
 import { type ProcId, type Schedule, SESSION, type Step } from "./schedule.ts"
@@ -120,17 +121,17 @@ export const makeWorld = (
         // The core's parts over this process's store, sharing the session's abort bookkeeping.
         const core = yield* Layer.build(
           Layer.merge(
-            CoordinatorLive.layerCoordinator({
-              token: `p${slot}.${generation}`,
-              leaseMs: LEASE_MS,
-              claimRetryMs: CLAIM_RETRY_MS,
-              syncIntervalMs: schedule.periodic ? SYNC_INTERVAL_MS : null
-            }),
-            Interruptions.layer({
-              persistTimeoutMs: PERSIST_TIMEOUT_MS,
-              terminal: { attempts: 3, retryBaseMs: 50, attemptTimeoutMs: 500 }
-            })
+            CoordinatorLive.layerCoordinator({ token: `p${slot}.${generation}` }),
+            Interruptions.layer({ terminal: { attempts: 3, retryBaseMs: 50, attemptTimeoutMs: 500 } })
           ).pipe(
+            Layer.provide(
+              withTimings({
+                deliveryLease: Duration.millis(LEASE_MS),
+                claimRetry: Duration.millis(CLAIM_RETRY_MS),
+                syncInterval: schedule.periodic ? Duration.millis(SYNC_INTERVAL_MS) : null,
+                abortPersistTimeout: Duration.millis(PERSIST_TIMEOUT_MS)
+              })
+            ),
             Layer.provide(Layer.succeed(TurnIntentStore, store)),
             Layer.provide(Layer.succeed(PiSession, pi.sessionOf(slot, generation))),
             Layer.provide(

@@ -20,6 +20,7 @@ import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { freshPgUrl, pgQuery } from "../support/backend.ts"
 import { sampleIntent } from "../support/fixtures.ts"
 import { startPgProxy } from "../support/pg-proxy.ts"
+import { NoSyncPass } from "../support/timing.ts"
 
 const BUSY_MS = 100
 const STATEMENT_MS = 500
@@ -171,7 +172,8 @@ describe("a stalled server", () => {
           )
           const session = yield* Layer.build(layerFake({ sessionId: "session-1" }))
           const core = yield* Layer.build(
-            Core.layer({ coordinator: { syncIntervalMs: null } }).pipe(
+            Core.layer().pipe(
+              Layer.provide(NoSyncPass),
               Layer.provide(Layer.succeedContext(stores)),
               Layer.provide(Layer.succeedContext(session))
             )

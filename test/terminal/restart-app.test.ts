@@ -17,6 +17,7 @@ import { eventually, FALLBACK, sentOfType } from "../app/support.ts"
 import { crashing } from "../support/workflows.ts"
 import { triggerMessage } from "../../src/delivery/unanswered-successor.ts"
 import { NOTIFICATION_TYPE } from "../../src/domain/message-types.ts"
+import { NoSyncPass } from "../support/timing.ts"
 
 const crash = {
   ...crashing("service unavailable"),
@@ -53,9 +54,8 @@ const monitor = {
 const app = (filename: string) =>
   App.layer({
     database: appDatabase(filename),
-    workflows: [crash, progressing(), monitor],
-    core: { coordinator: { syncIntervalMs: null } }
-  }).pipe(Layer.provideMerge(layerFake({ sessionId: "s1" })))
+    workflows: [crash, progressing(), monitor]
+  }).pipe(Layer.provide(NoSyncPass), Layer.provideMerge(layerFake({ sessionId: "s1" })))
 
 const withApp = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.flatMap(freshLocation, (filename) => Effect.provide(effect, app(filename))).pipe(Effect.scoped)
