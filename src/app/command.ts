@@ -25,7 +25,7 @@ import {
   readableStatus,
   withStartExample
 } from "./replies.ts"
-import { NoActiveRun, runTool, targetRun } from "./tool.ts"
+import { type ActionServices, NoActiveRun, runTool, targetRun } from "./tool.ts"
 
 export type CommandInput =
   | { readonly _tag: "list" }
@@ -98,13 +98,7 @@ const reply = (
   activate: flags.activate ?? false
 })
 
-export const runCommand = (
-  input: CommandInput
-): Effect.Effect<
-  CommandReply,
-  never,
-  Engine | WorkflowRegistry | PiSession | Notifications | RunStore | LaunchStore
-> =>
+export const runCommand = (input: CommandInput): Effect.Effect<CommandReply, never, ActionServices> =>
   Effect.gen(function* () {
     const engine = yield* Engine
     const sessionId = yield* (yield* PiSession).sessionId

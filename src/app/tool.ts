@@ -164,14 +164,10 @@ const launched = (launch: LaunchReply): Reply => {
   )
 }
 
-export const runTool = (
-  input: ToolInput,
-  call: ToolCall = {}
-): Effect.Effect<
-  Reply,
-  never,
-  Engine | WorkflowRegistry | PiSession | Notifications | RunStore | LaunchStore
-> =>
+/** The services the tool's and the command's actions run over. */
+export type ActionServices = Engine | WorkflowRegistry | PiSession | Notifications | RunStore | LaunchStore
+
+export const runTool = (input: ToolInput, call: ToolCall = {}): Effect.Effect<Reply, never, ActionServices> =>
   Effect.gen(function* () {
     const engine = yield* Engine
     const sessionId = yield* (yield* PiSession).sessionId

@@ -4,30 +4,12 @@
  * and can join the abort and the fallback by the intent they carry.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option, Tracer } from "effect"
+import { Effect } from "effect"
+import { type RecordedSpan as Recorded, recordingSpans } from "../support/recording-tracer.ts"
 import { afterSettle } from "../../src/app/session-hooks.ts"
 import { runTool } from "../../src/app/tool.ts"
 import { PiSessionFake } from "../../src/testing.ts"
 import { buildApp, eventually, FALLBACK, sentOfType, STEP } from "./support.ts"
-
-interface Recorded {
-  readonly name: string
-  readonly spanId: string
-  readonly parentId: string | null
-  readonly attributes: ReadonlyMap<string, unknown>
-}
-
-/** Keeps every span it starts, with its parent; otherwise the native tracer. */
-const recording = (native: Tracer.Tracer, spans: Array<Recorded>): Tracer.Tracer =>
-  Tracer.make({
-    span: (name, parent, context, links, startTime, kind) => {
-      const span = native.span(name, parent, context, links, startTime, kind)
-      const parentId = Option.match(parent, { onNone: () => null, onSome: (p) => p.spanId })
-      spans.push({ name, spanId: span.spanId, parentId, attributes: span.attributes })
-      return span
-    },
-    context: native.context
-  })
 
 /** The names of a span and all its descendants. */
 const subtree = (spans: ReadonlyArray<Recorded>, root: Recorded): Array<string> => {
@@ -93,8 +75,6 @@ describe("a self-cancel in a trace", () => {
           "TurnIntentStore.resolve"
         ])
       )
-    }).pipe(Effect.provide(buildApp()), Effect.scoped, (program) =>
-      Effect.flatMap(Effect.tracer, (native) => Effect.withTracer(program, recording(native, spans)))
-    )
+    }).pipe(Effect.provide(buildApp()), Effect.scoped, recordingSpans(spans))
   })
 })

@@ -4,24 +4,9 @@
  * lines on those paths carry the same keys.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, HashMap, Logger, type Option, Tracer } from "effect"
+import { Effect, HashMap, Logger } from "effect"
+import { type RecordedSpan as Recorded, recordingTracer } from "../support/recording-tracer.ts"
 import { interrupted, makeHarness, provenance, run, terminal } from "../conformance/harness.ts"
-
-interface Recorded {
-  readonly name: string
-  readonly attributes: ReadonlyMap<string, unknown>
-}
-
-/** A tracer that keeps every span it starts (with its attributes) and otherwise does what the native one does. */
-const recordingTracer = (native: Tracer.Tracer, spans: Array<Recorded>): Tracer.Tracer =>
-  Tracer.make({
-    span: (name, parent: Option.Option<Tracer.AnySpan>, context, links, startTime, kind) => {
-      const span = native.span(name, parent, context, links, startTime, kind)
-      spans.push({ name, attributes: span.attributes })
-      return span
-    },
-    context: native.context
-  })
 
 describe("spans and log annotations on the abort and sync paths", () => {
   it.scoped("one interruption → its successor turn: named spans with the run, session and intent", () =>

@@ -3,24 +3,9 @@
  * operations are named spans carrying the run (and the node where there is one).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, type Option, Tracer } from "effect"
+import { Effect } from "effect"
+import { type RecordedSpan as Recorded, recordingTracer } from "../support/recording-tracer.ts"
 import { makeHarness, SESSION } from "./support/harness.ts"
-
-interface Recorded {
-  readonly name: string
-  readonly attributes: ReadonlyMap<string, unknown>
-}
-
-/** A tracer that keeps every span it starts (with its attributes) and otherwise does what the native one does. */
-const recordingTracer = (native: Tracer.Tracer, spans: Array<Recorded>): Tracer.Tracer =>
-  Tracer.make({
-    span: (name, parent: Option.Option<Tracer.AnySpan>, context, links, startTime, kind) => {
-      const span = native.span(name, parent, context, links, startTime, kind)
-      spans.push({ name, attributes: span.attributes })
-      return span
-    },
-    context: native.context
-  })
 
 /** ask (agent) → count (compute) → end */
 const askThenCount = {

@@ -3,23 +3,14 @@
  * downstream tracer can follow a turn through the stores.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, type Option, Tracer } from "effect"
+import { Context, Effect, Layer } from "effect"
+import { type RecordedSpan, recordingTracer } from "../support/recording-tracer.ts"
 import { layerStores } from "../../src/app/layers.ts"
 import { LaunchStore } from "../../src/store/launch-store.ts"
 import { NotificationStore } from "../../src/store/notification-store.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { tempDbPath } from "../support/temp-db.ts"
-
-/** A tracer that keeps the name of every span it starts and otherwise does what the native one does. */
-const recordingTracer = (native: Tracer.Tracer, names: Array<string>): Tracer.Tracer =>
-  Tracer.make({
-    span: (name, parent: Option.Option<Tracer.AnySpan>, context, links, startTime, kind) => {
-      names.push(name)
-      return native.span(name, parent, context, links, startTime, kind)
-    },
-    context: native.context
-  })
 
 describe("store spans", () => {
   it.scoped("each store's operations are spans named after the service and the operation", () =>
@@ -29,8 +20,8 @@ describe("store spans", () => {
       const intents = Context.get(context, TurnIntentStore)
       const notifications = Context.get(context, NotificationStore)
       const launches = Context.get(context, LaunchStore)
-      const names: Array<string> = []
-      const traced = Effect.withTracer(recordingTracer(yield* Effect.tracer, names))
+      const spans: Array<RecordedSpan> = []
+      const traced = Effect.withTracer(recordingTracer(yield* Effect.tracer, spans))
       yield* traced(
         runs.reserve({
           runId: "r1",
@@ -50,7 +41,7 @@ describe("store spans", () => {
       yield* traced(intents.get("i1"))
       yield* traced(notifications.latest("r1", "progress"))
       yield* traced(launches.get("r1"))
-      expect(names).toEqual(
+      expect(spans.map((s) => s.name)).toEqual(
         expect.arrayContaining([
           "RunStore.reserve",
           "RunStore.get",
