@@ -23,8 +23,12 @@ export const CONTROLLER_TABLES = [
   "workflow_steps",
   "workflow_requests",
   "workflow_run_events",
-  "workflow_run_launches"
+  "workflow_run_launches",
+  "workflow_run_snapshots"
 ] as const
+
+/** Tables a later schema version creates: a file behind it lacks them and is not damaged. */
+const LATER_TABLES: ReadonlySet<string> = new Set(["workflow_run_snapshots"])
 
 /** What the database holds, as facts. */
 export interface StoreShape {
@@ -88,7 +92,9 @@ export const readShape: Effect.Effect<StoreShape, StoreFailure, SqlClient.SqlCli
         Effect.map(recordedVersions, (recorded) => compareVersions(KNOWN_SQLITE, recorded)._tag === "Behind")
     })
     return {
-      missingTables: CONTROLLER_TABLES.filter((name) => !present.has(name)),
+      missingTables: CONTROLLER_TABLES.filter(
+        (name) => !present.has(name) && !(behind && LATER_TABLES.has(name))
+      ),
       legacyPending: yield* legacyLaunchFailures,
       behind
     }

@@ -39,6 +39,7 @@ const boundedLimit = (limit: number) => Math.max(1, Math.min(1_000, Math.trunc(l
 const makeRunReads = (sql: SqlClient.SqlClient) => {
   const runsWhere = (where: Statement.Fragment) =>
     sql`SELECT r.*,
+        (SELECT sn.snapshot_json FROM workflow_run_snapshots sn WHERE sn.run_id = r.run_id) AS snapshot_json,
         (SELECT q.request_id FROM workflow_requests q WHERE q.run_id = r.run_id AND q.state = 'open')
           AS open_request_id,
         (SELECT count(*) FROM workflow_steps s WHERE s.run_id = r.run_id AND s.outcome IS NOT NULL)
@@ -172,11 +173,13 @@ export const make = Effect.gen(function* () {
             })
           }
           yield* sql`INSERT INTO workflow_runs (run_id, workflow_name, workflow_ref, revision, source_fingerprint,
-              snapshot_json, target_session_id, origin, input_json, state, current_node_id, max_steps,
-              created_at, updated_at)
+              target_session_id, origin, input_json, state, current_node_id, max_steps, created_at, updated_at)
             VALUES (${run.runId}, ${run.workflowName}, ${run.workflowRef}, ${run.revision},
-              ${run.sourceFingerprint}, ${JSON.stringify(run.snapshot)}, ${run.targetSessionId}, ${run.origin},
+              ${run.sourceFingerprint}, ${run.targetSessionId}, ${run.origin},
               ${JSON.stringify(run.input)}, 'queued', ${run.startAt}, ${run.maxSteps}, ${now}, ${now})`
+          // Its own table, so the run row the steps rewrite stays small (schema version 4).
+          yield* sql`INSERT INTO workflow_run_snapshots (run_id, snapshot_json)
+            VALUES (${run.runId}, ${JSON.stringify(run.snapshot)})`
           return yield* fencedRun(run.runId)
         })
       )

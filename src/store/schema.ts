@@ -208,11 +208,35 @@ const runEndFacts = Effect.gen(function* () {
   yield* sql.unsafe(terminalImmutable)
 })
 
+/**
+ * Version 4 (both backends): a run's definition snapshot in its own table, written once with
+ * the run. In the run row it made every per-step UPDATE rewrite the whole record, overflow
+ * pages and all (~220 KB of WAL per step for a 110 KB snapshot). The old column is dropped
+ * rather than left empty: nothing reads it, and a release that did is refused by version 4.
+ */
+export const moveSnapshots: ReadonlyArray<string> = [
+  `INSERT INTO workflow_run_snapshots (run_id, snapshot_json) SELECT run_id, snapshot_json FROM workflow_runs`,
+  "ALTER TABLE workflow_runs DROP COLUMN snapshot_json"
+]
+
+const runSnapshots = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql.unsafe(`CREATE TABLE workflow_run_snapshots (
+  run_id TEXT PRIMARY KEY NOT NULL REFERENCES workflow_runs (run_id),
+  snapshot_json TEXT NOT NULL
+) STRICT`)
+  yield* sql.unsafe(`CREATE TRIGGER workflow_run_snapshots_immutable
+  BEFORE UPDATE ON workflow_run_snapshots
+  BEGIN SELECT RAISE(ABORT, 'run snapshots are immutable'); END`)
+  for (const statement of moveSnapshots) yield* sql.unsafe(statement)
+})
+
 /** The migrations, by `<id>_<name>`, for `Migrator.fromRecord`. Never renumber or edit a shipped one. */
 export const migrations = {
   "1_controller_store_v1": controllerStoreV1,
   "2_turn_intent_cause_completed": turnIntentCauseCompleted,
-  "3_run_end_facts": runEndFacts
+  "3_run_end_facts": runEndFacts,
+  "4_run_snapshots": runSnapshots
 }
 
 // --- Versions (both backends) ------------------------------------------------------------------

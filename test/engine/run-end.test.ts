@@ -8,12 +8,13 @@ import { describe, expect, it } from "@effect/vitest"
 import BetterSqlite from "better-sqlite3"
 import { Context, Effect, Either, Layer, Option } from "effect"
 import { type RunEnd, type RunRecord, RunStore, type RunStoreService } from "../../src/store/run-store.ts"
+import { terminalImmutable } from "../../src/store/run-rows.ts"
 import * as RunStoreSql from "../../src/store/run-store-sql.ts"
 import { chainOutcome, decideRestart } from "../../src/terminal/restart-policy.ts"
 import type { ReasonKind } from "../../src/store/launch-store.ts"
 import { reasonKind, terminalFingerprint } from "../../src/terminal/terminal-outcome.ts"
 import { sampleRun } from "../support/fixtures.ts"
-import { databaseLayerAt, freshLocation, isPgLocation, pgQuery } from "../support/backend.ts"
+import { databaseLayerAt, freshLocation, isPgLocation, pgQuery, rawRowsAt } from "../support/backend.ts"
 
 const openStore = (location: string) =>
   Effect.map(Layer.build(RunStoreSql.layer.pipe(Layer.provideMerge(databaseLayerAt(location)))), (context) =>
@@ -34,6 +35,25 @@ const rawExec = (location: string, statements: ReadonlyArray<string>) =>
           db.close()
         }
       })
+
+/**
+ * Back to the shape before schema version 4: the snapshot in the run row, no snapshots table,
+ * version 4 not recorded (terminal rows' trigger off for the copy back only).
+ */
+const beforeVersion4 = (location: string): ReadonlyArray<string> => {
+  const pg = isPgLocation(location)
+  return [
+    `ALTER TABLE workflow_runs ADD COLUMN snapshot_json TEXT${pg ? ' COLLATE "C"' : ""} NOT NULL DEFAULT ''`,
+    pg
+      ? "ALTER TABLE workflow_runs DISABLE TRIGGER workflow_runs_terminal_immutable"
+      : "DROP TRIGGER workflow_runs_terminal_immutable",
+    `UPDATE workflow_runs SET snapshot_json =
+      (SELECT s.snapshot_json FROM workflow_run_snapshots s WHERE s.run_id = workflow_runs.run_id)`,
+    pg ? "ALTER TABLE workflow_runs ENABLE TRIGGER workflow_runs_terminal_immutable" : terminalImmutable,
+    "DROP TABLE workflow_run_snapshots",
+    "DELETE FROM effect_sql_migrations WHERE migration_id = 4"
+  ]
+}
 
 type Ending = {
   readonly name: string
@@ -238,6 +258,7 @@ describe("run endings as facts", () => {
       )
       // The file as the release before version 3 left it: no end columns, version 3 not recorded.
       yield* rawExec(location, [
+        ...beforeVersion4(location),
         ...["end_kind", "end_by", "end_node_id", "end_attempt_id"].map(
           (column) => `ALTER TABLE workflow_runs DROP COLUMN ${column}`
         ),
@@ -274,6 +295,48 @@ describe("run endings as facts", () => {
         )
       )
       expect(Either.isLeft(refused) && refused.left).toContain("terminal workflow runs are immutable")
+    })
+  )
+})
+
+describe("schema version 4: the definition snapshot in its own table", () => {
+  it.scoped("moves every run's snapshot out of the run row, drops the old column, keeps rows immutable", () =>
+    Effect.gen(function* () {
+      const location = yield* freshLocation
+      const written = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const store = yield* openStore(location)
+          const ended = yield* endAll(store, "v", null)
+          const queued = yield* store.reserve(
+            sampleRun("v-queued", { targetSessionId: "v-sq", snapshot: { schema: "big", nodes: ["a", "b"] } })
+          )
+          return [...ended.map(({ run }) => run), queued]
+        })
+      )
+      yield* rawExec(location, beforeVersion4(location))
+      const store = yield* openStore(location)
+      for (const run of written) {
+        expect(Option.getOrThrow(yield* store.get(run.runId)).snapshot).toEqual(run.snapshot)
+      }
+      const moved = yield* rawRowsAt(location, "SELECT run_id FROM workflow_run_snapshots ORDER BY run_id")
+      expect(moved).toEqual(
+        written.map((run) => ({ run_id: run.runId })).sort((a, b) => (a.run_id < b.run_id ? -1 : 1))
+      )
+      const columns = yield* rawRowsAt(
+        location,
+        isPgLocation(location)
+          ? "SELECT column_name AS name FROM information_schema.columns WHERE table_name = 'workflow_runs'"
+          : "SELECT name FROM pragma_table_info('workflow_runs')"
+      )
+      expect(JSON.stringify(columns)).not.toContain("snapshot_json")
+      const refused = (statement: string) =>
+        Effect.either(
+          rawExec(location, [statement]).pipe(Effect.catchAllDefect((defect) => Effect.fail(String(defect))))
+        )
+      const ended = yield* refused("UPDATE workflow_runs SET end_by = 'user' WHERE run_id = 'v-0'")
+      expect(Either.isLeft(ended) && ended.left).toContain("terminal workflow runs are immutable")
+      const snapshot = yield* refused("UPDATE workflow_run_snapshots SET snapshot_json = '{}'")
+      expect(Either.isLeft(snapshot) && snapshot.left).toContain("run snapshots are immutable")
     })
   )
 })

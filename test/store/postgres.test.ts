@@ -71,7 +71,11 @@ describe("opening a PostgreSQL store", () => {
       const applied = yield* Effect.promise(() =>
         pgQuery(url, "SELECT name FROM effect_sql_migrations ORDER BY migration_id")
       )
-      expect(applied).toEqual([{ name: "controller_store_v1" }, { name: "run_end_facts" }])
+      expect(applied).toEqual([
+        { name: "controller_store_v1" },
+        { name: "run_end_facts" },
+        { name: "run_snapshots" }
+      ])
     })
   )
 
@@ -134,7 +138,7 @@ describe("schema versions on PostgreSQL", () => {
       const error = yield* Effect.flip(Layer.build(DatabasePg.layer({ url, readonly: true })))
       expect(error._tag).toBe("StoreFailure")
       expect(error.message).toContain(
-        "older schema version (missing migration(s) 1_controller_store_v1, 3_run_end_facts)"
+        "older schema version (missing migration(s) 1_controller_store_v1, 3_run_end_facts, 4_run_snapshots)"
       )
     })
   )

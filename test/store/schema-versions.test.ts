@@ -19,7 +19,8 @@ import { appliedBy, openAtOnce, opened } from "../races/open-race.ts"
 const VERSIONS = [
   { migration_id: 1, name: "controller_store_v1" },
   { migration_id: 2, name: "turn_intent_cause_completed" },
-  { migration_id: 3, name: "run_end_facts" }
+  { migration_id: 3, name: "run_end_facts" },
+  { migration_id: 4, name: "run_snapshots" }
 ]
 
 const recorded = (path: string) =>
@@ -114,7 +115,9 @@ describe("schema versions (SQLite)", () => {
       const error = yield* openFailure(path, true)
       expect(error._tag).toBe("StoreFailure")
       expect(error.message).toContain("older schema version")
-      expect(error.message).toContain("1_controller_store_v1, 2_turn_intent_cause_completed, 3_run_end_facts")
+      expect(error.message).toContain(
+        "1_controller_store_v1, 2_turn_intent_cause_completed, 3_run_end_facts, 4_run_snapshots"
+      )
       expect(yield* snapshotSchema(path)).toEqual(before)
       // A writable open adopts it; read-only opens then succeed.
       yield* Effect.scoped(openStoreAt(path))
@@ -151,7 +154,7 @@ describe("schema versions (SQLite)", () => {
         const outcomes = yield* openAtOnce(path)
         // A failed open shows in the diff with its tag and message.
         expect(outcomes.map(opened)).toEqual(["opened", "opened", "opened", "opened"])
-        expect(appliedBy(outcomes)).toEqual([1, 2, 3])
+        expect(appliedBy(outcomes)).toEqual([1, 2, 3, 4])
         expect(yield* recorded(path)).toEqual(VERSIONS)
       }
     })

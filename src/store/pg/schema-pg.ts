@@ -13,7 +13,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { backfillRunEnds, runEndColumns } from "../run-rows.ts"
-import { CONTROLLER_SCHEMA, knownVersions } from "../schema.ts"
+import { CONTROLLER_SCHEMA, knownVersions, moveSnapshots } from "../schema.ts"
 
 const T = `TEXT COLLATE "C"`
 const ID = (column: string, nullable = false) =>
@@ -262,6 +262,16 @@ export const runEndFactsPg: ReadonlyArray<string> = [
   "ALTER TABLE workflow_runs ENABLE TRIGGER workflow_runs_terminal_immutable"
 ]
 
+/** Version 4: the definition snapshot in its own table (`moveSnapshots`, in `../schema.ts`). */
+export const runSnapshotsPg: ReadonlyArray<string> = [
+  `CREATE TABLE workflow_run_snapshots (
+  run_id ${T} PRIMARY KEY NOT NULL REFERENCES workflow_runs (run_id),
+  snapshot_json ${T} NOT NULL
+)`,
+  refuse("workflow_run_snapshots_immutable", "workflow_run_snapshots", "", "run snapshots are immutable"),
+  ...moveSnapshots
+]
+
 const run = (statements: ReadonlyArray<string>) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     Effect.forEach(statements, (s) => sql.unsafe(s), { discard: true })
@@ -274,7 +284,8 @@ const run = (statements: ReadonlyArray<string>) =>
  */
 export const migrations = {
   "1_controller_store_v1": run(controllerStoreV1),
-  "3_run_end_facts": run(runEndFactsPg)
+  "3_run_end_facts": run(runEndFactsPg),
+  "4_run_snapshots": run(runSnapshotsPg)
 }
 
 /** The versions this release knows on PostgreSQL. */
