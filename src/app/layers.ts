@@ -58,6 +58,8 @@ import { StoreFailure } from "../store/store-errors.ts"
 import { TurnIntentStore } from "../store/turn-intent-store.ts"
 import * as TurnIntentStoreSql from "../store/turn-intent-store-sql.ts"
 import { LaunchStore } from "../store/launch-store.ts"
+import { StepReminderStore } from "../store/step-reminder-store.ts"
+import * as StepReminderStoreSql from "../store/step-reminder-store-sql.ts"
 import * as TerminalMessages from "../terminal/terminal-decision.ts"
 import { layerMaintenance } from "./session-hooks.ts"
 
@@ -84,7 +86,13 @@ export interface AppConfig extends AppOptions {
  * `immediate` puts writes of several stores in one transaction (a run's end and its final
  * notification). `Database` stays an input: the application does not expose it.
  */
-export type StoreServices = TurnIntentStore | RunStore | NotificationStore | LaunchStore | Database
+export type StoreServices =
+  | TurnIntentStore
+  | RunStore
+  | NotificationStore
+  | LaunchStore
+  | StepReminderStore
+  | Database
 
 export type AppServices =
   | Engine
@@ -98,6 +106,7 @@ export type AppServices =
   | Notifications
   | Notifier
   | NotificationStore
+  | StepReminderStore
 
 /** Every store on one SQLite file, with the `Database` they share. */
 export const layerStores = (options: DatabaseOptions): Layer.Layer<StoreServices, OpenError> =>
@@ -105,7 +114,8 @@ export const layerStores = (options: DatabaseOptions): Layer.Layer<StoreServices
     TurnIntentStoreSql.layer,
     RunStoreSql.layer,
     NotificationStoreSql.layer,
-    LaunchStoreSql.layer
+    LaunchStoreSql.layer,
+    StepReminderStoreSql.layer
   ).pipe(Layer.provideMerge(Database.layer(options)))
 
 /**
@@ -215,6 +225,7 @@ export const layerWith = <E, R>(
     only(RunStore)(stores),
     only(LaunchStore)(stores),
     only(NotificationStore)(stores),
+    only(StepReminderStore)(stores),
     registry,
     only(Notifications)(notifications),
     notifier,

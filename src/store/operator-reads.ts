@@ -24,11 +24,12 @@ export const CONTROLLER_TABLES = [
   "workflow_requests",
   "workflow_run_events",
   "workflow_run_launches",
-  "workflow_run_snapshots"
+  "workflow_run_snapshots",
+  "workflow_step_reminders"
 ] as const
 
 /** Tables a later schema version creates: a file behind it lacks them and is not damaged. */
-const LATER_TABLES: ReadonlySet<string> = new Set(["workflow_run_snapshots"])
+const LATER_TABLES: ReadonlySet<string> = new Set(["workflow_run_snapshots", "workflow_step_reminders"])
 
 /** What the database holds, as facts. */
 export interface StoreShape {

@@ -231,12 +231,36 @@ const runSnapshots = Effect.gen(function* () {
   for (const statement of moveSnapshots) yield* sql.unsafe(statement)
 })
 
+/**
+ * Version 5 (both backends, `type` the text type): one row per step reminder taken (ordinals 1
+ * and 2) and per passive notice after the second (3), keyed by the step attempt
+ * (`step-reminder-store.ts`).
+ */
+export const stepRemindersTable = (type: string): ReadonlyArray<string> => [
+  `CREATE TABLE workflow_step_reminders (
+  attempt_id ${type} NOT NULL,
+  ordinal INTEGER NOT NULL CHECK (ordinal IN (1, 2, 3)),
+  run_id ${type} NOT NULL,
+  node_id ${type} NOT NULL,
+  request_id ${type} NOT NULL,
+  session_id ${type} NOT NULL,
+  created_at ${type} NOT NULL,
+  PRIMARY KEY (attempt_id, ordinal)
+)`,
+  "CREATE INDEX workflow_step_reminders_by_run ON workflow_step_reminders (run_id)"
+]
+
+const stepReminders = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  Effect.forEach(stepRemindersTable("TEXT"), (statement) => sql.unsafe(statement), { discard: true })
+)
+
 /** The migrations, by `<id>_<name>`, for `Migrator.fromRecord`. Never renumber or edit a shipped one. */
 export const migrations = {
   "1_controller_store_v1": controllerStoreV1,
   "2_turn_intent_cause_completed": turnIntentCauseCompleted,
   "3_run_end_facts": runEndFacts,
-  "4_run_snapshots": runSnapshots
+  "4_run_snapshots": runSnapshots,
+  "5_step_reminders": stepReminders
 }
 
 // --- Versions (both backends) ------------------------------------------------------------------

@@ -80,12 +80,13 @@ describe("opening a database of the earlier schema", () => {
       const schema = yield* snapshotSchema(path)
       // Same objects (table, its two indexes and two triggers included), no leftover table; the
       // new ones: the table of the schema versions the file is now at, and version 4's run
-      // snapshots (table, primary-key index, immutability trigger).
+      // snapshots (table, primary-key index, immutability trigger) and version 5's step reminders
+      // (table, primary-key index, index by run).
       const ours = schema.filter(
-        (o) => !/effect_sql_migrations|workflow_run_snapshots/.test(JSON.stringify(o))
+        (o) => !/effect_sql_migrations|workflow_run_snapshots|workflow_step_reminders/.test(JSON.stringify(o))
       )
       expect(ours.length).toBe(objectsBefore)
-      expect(schema.length).toBe(objectsBefore + 4)
+      expect(schema.length).toBe(objectsBefore + 7)
       const db = yield* rawDb(path)
       expect(
         db.prepare("SELECT migration_id, name FROM effect_sql_migrations ORDER BY migration_id").all()
@@ -93,7 +94,8 @@ describe("opening a database of the earlier schema", () => {
         { migration_id: 1, name: "controller_store_v1" },
         { migration_id: 2, name: "turn_intent_cause_completed" },
         { migration_id: 3, name: "run_end_facts" },
-        { migration_id: 4, name: "run_snapshots" }
+        { migration_id: 4, name: "run_snapshots" },
+        { migration_id: 5, name: "step_reminders" }
       ])
       expect(JSON.stringify(schema)).not.toContain("workflow_turn_intents_next")
       const created = yield* store.ensure(sampleIntent({ cause: "completed", runId: "run-3" }))

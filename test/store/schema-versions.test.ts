@@ -20,7 +20,8 @@ const VERSIONS = [
   { migration_id: 1, name: "controller_store_v1" },
   { migration_id: 2, name: "turn_intent_cause_completed" },
   { migration_id: 3, name: "run_end_facts" },
-  { migration_id: 4, name: "run_snapshots" }
+  { migration_id: 4, name: "run_snapshots" },
+  { migration_id: 5, name: "step_reminders" }
 ]
 
 const recorded = (path: string) =>
@@ -154,7 +155,7 @@ describe("schema versions (SQLite)", () => {
         const outcomes = yield* openAtOnce(path)
         // A failed open shows in the diff with its tag and message.
         expect(outcomes.map(opened)).toEqual(["opened", "opened", "opened", "opened"])
-        expect(appliedBy(outcomes)).toEqual([1, 2, 3, 4])
+        expect(appliedBy(outcomes)).toEqual([1, 2, 3, 4, 5])
         expect(yield* recorded(path)).toEqual(VERSIONS)
       }
     })

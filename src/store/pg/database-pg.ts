@@ -55,6 +55,8 @@ import * as NotificationStoreSql from "../notification-store-sql.ts"
 import type { NotificationStore } from "../notification-store.ts"
 import * as RunStoreSql from "../run-store-sql.ts"
 import type { RunStore } from "../run-store.ts"
+import * as StepReminderStoreSql from "../step-reminder-store-sql.ts"
+import type { StepReminderStore } from "../step-reminder-store.ts"
 import {
   CONTROLLER_SCHEMA,
   compareVersions,
@@ -376,10 +378,11 @@ export const layerNotificationStorePg = (options: PgDatabaseOptions): WithDataba
 /** All four stores on one pool. */
 export const layerStoresPg = (
   options: PgDatabaseOptions
-): WithDatabase<TurnIntentStore | RunStore | NotificationStore | LaunchStore> =>
+): WithDatabase<TurnIntentStore | RunStore | NotificationStore | LaunchStore | StepReminderStore> =>
   Layer.mergeAll(
     TurnIntentStoreSql.layer,
     RunStoreSql.layer,
     NotificationStoreSql.layer,
-    LaunchStoreSql.layer
+    LaunchStoreSql.layer,
+    StepReminderStoreSql.layer
   ).pipe(Layer.provideMerge(layer(options)))

@@ -13,7 +13,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { backfillRunEnds, runEndColumns } from "../run-rows.ts"
-import { CONTROLLER_SCHEMA, knownVersions, moveSnapshots } from "../schema.ts"
+import { CONTROLLER_SCHEMA, knownVersions, moveSnapshots, stepRemindersTable } from "../schema.ts"
 
 const T = `TEXT COLLATE "C"`
 const ID = (column: string, nullable = false) =>
@@ -285,7 +285,8 @@ const run = (statements: ReadonlyArray<string>) =>
 export const migrations = {
   "1_controller_store_v1": run(controllerStoreV1),
   "3_run_end_facts": run(runEndFactsPg),
-  "4_run_snapshots": run(runSnapshotsPg)
+  "4_run_snapshots": run(runSnapshotsPg),
+  "5_step_reminders": run(stepRemindersTable(T))
 }
 
 /** The versions this release knows on PostgreSQL. */
