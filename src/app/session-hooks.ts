@@ -13,6 +13,7 @@ import { Coordinator } from "../delivery/coordinator.ts"
 import { TimingPolicy } from "../domain/timing-policy.ts"
 import { Engine } from "../engine/engine.ts"
 import { PRESENTATION_TYPE } from "../domain/message-types.ts"
+import { USER_HOLD_REASON } from "../domain/user-hold.ts"
 import { AbortBookkeeping } from "../interruption/abort-bookkeeping.ts"
 import { reconcileDebts } from "../interruption/reconcile.ts"
 import { Notifier } from "../notifications/notifier.ts"
@@ -20,6 +21,7 @@ import { PiSession } from "../session/pi-session.ts"
 import type { RunStore } from "../store/run-store.ts"
 import type { TurnIntentStore } from "../store/turn-intent-store.ts"
 import { heldAfterEscape } from "./replies.ts"
+import { remindAfterSettle } from "./step-reminders.ts"
 
 const PresentationDetails = Schema.Struct({ runId: Schema.String })
 const decodeDetails = Schema.decodeUnknownOption(PresentationDetails)
@@ -83,9 +85,6 @@ const guarded = <A, E, R>(label: string, effect: Effect.Effect<A, E, R>) =>
       )
     )
   )
-
-/** Why a run is `waiting` after the user's Escape: durable, so the hold survives a restart. */
-export const USER_HOLD_REASON = "the user interrupted the step (Escape)"
 
 export interface StartOutcome {
   /** The session's workflow is held by the user (Escape before a restart): keep holding. */
@@ -162,12 +161,20 @@ export const classifySettle = (aborted: boolean) =>
   })
 
 /**
- * Second half of `agent_settled`: clear abort bookkeeping and sync fallbacks, then activate a
- * queued launch unless the user holds the workflow.
+ * Second half of `agent_settled`: clear abort bookkeeping and sync fallbacks, remind the model
+ * of a step it left unanswered (never when this pass delivered a fallback: one message answers
+ * one settle), then activate a queued launch unless the user holds the workflow.
  */
-export const afterSettle = (held: boolean) =>
+export const afterSettle = (held: boolean, settled?: { readonly aborted: boolean }) =>
   Effect.gen(function* () {
-    yield* guarded("fallback sync after settle", (yield* Coordinator).onSettled)
+    const sync = yield* Effect.either((yield* Coordinator).onSettled)
+    if (sync._tag === "Left") yield* guarded("fallback sync after settle", Effect.fail(sync.left))
+    const answered = sync._tag === "Right" && sync.right.delivered.length > 0
+    // Only after a model turn (not when a command activates the workflow): a reminder answers a
+    // turn that ended without the step's `submit`.
+    if (settled !== undefined && !held && !answered) {
+      yield* guarded("step reminder", remindAfterSettle(settled.aborted))
+    }
     // Notifications written by another process for this session's runs.
     yield* guarded("notification delivery after settle", (yield* Notifier).deliverPending)
     if (!held) {

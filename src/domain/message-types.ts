@@ -36,3 +36,10 @@ export const AGENT_STEP_SCHEMA = "pi-workflows.agent-step.v1"
 /** A completed run's result presentation: the natural delivery of the run's terminal turn. */
 export const PRESENTATION_TYPE = "pi-workflows-presentation"
 export const PRESENTATION_SCHEMA = "pi-workflows.presentation.v1"
+
+/**
+ * A step reminder: the model's turn ended while an agent step still awaited its `submit`. At
+ * most two per step attempt (`domain/step-reminder.ts`); never a successor of an interruption.
+ */
+export const REMINDER_TYPE = "pi-workflows-step-reminder"
+export const STEP_REMINDER_SCHEMA = "pi-workflows.step-reminder.v1"

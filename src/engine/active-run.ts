@@ -45,6 +45,8 @@ export interface VisitState {
    * expired owner left in flight (`deadlineOrigin`); null means it counts from this visit.
    */
   readonly deadlineFrom: number | null
+  /** When this visit began (epoch ms, the engine's Clock). */
+  readonly startedAt: number
 }
 
 export interface RunMemory {

@@ -23,6 +23,7 @@ import {
   type StopRequest,
   workflowRefOf
 } from "./active-run.ts"
+import { openStepFor } from "./open-step.ts"
 import { Engine, type EngineConfig, type EngineService } from "./engine.ts"
 import { InvalidRunState, InvalidWorkflowInput, RunBusy } from "./errors.ts"
 import { type RunSummary, StepProgress, stepView, summarize } from "./messages.ts"
@@ -383,6 +384,8 @@ export const make = (config: EngineConfig = {}) =>
       recover,
       status,
       active,
+      openStep: (sessionId) =>
+        Effect.flatMap(Ref.get(handles), (map) => openStepFor(map.values(), sessionId)),
       list,
       await: awaitRun,
       shutdown

@@ -7,6 +7,7 @@
  */
 import { Context, type Effect, type Option } from "effect"
 import type { InvalidInput } from "../domain/errors.ts"
+import type { OpenStep } from "../domain/step-reminder.ts"
 import type { ForeignRun } from "../domain/identity.ts"
 import type { StoreFailure } from "../store/store-errors.ts"
 import type { RunOrigin } from "../domain/event-policy.ts"
@@ -88,6 +89,11 @@ export interface EngineService {
   readonly status: (runId: string) => Effect.Effect<RunStatus, RunNotFound | StoreFailure>
   /** The session's queued, running or waiting run (at most one), for tool calls without a run ID. */
   readonly active: (sessionId: string) => Effect.Effect<Option.Option<RunSummary>, StoreFailure>
+  /**
+   * The agent step this process's runner for the session awaits a `submit` for, once its
+   * prompt went out (memory only: step reminders and the status line read it).
+   */
+  readonly openStep: (sessionId: string) => Effect.Effect<Option.Option<OpenStep>>
   /** The session's runs, newest first. */
   readonly list: (
     sessionId: string,

@@ -86,7 +86,8 @@ const boundary = Effect.fn("Runner.boundary")(function* (
     requestId: null,
     delivered: false,
     timeoutMs: undefined,
-    deadlineFrom
+    deadlineFrom,
+    startedAt: yield* Clock.currentTimeMillis
   }
   yield* Ref.update(run.memory, (m) => ({ ...m, visit }))
   return visit

@@ -199,7 +199,7 @@ export const createSessionApp = (pi: ExtensionAPI, settleMark?: SettleMark): Ses
         }
         // Release what waited for this turn to end only after the hold decision is in place.
         bridge.settled()
-        await runtime.runPromise(afterSettle(held))
+        await runtime.runPromise(afterSettle(held, { aborted }))
       })
     },
 
