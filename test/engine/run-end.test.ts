@@ -38,7 +38,7 @@ const rawExec = (location: string, statements: ReadonlyArray<string>) =>
 
 /**
  * Back to the shape before schema version 4: the snapshot in the run row, no snapshots table,
- * version 4 not recorded (terminal rows' trigger off for the copy back only).
+ * versions 4 and later not recorded (terminal rows' trigger off for the copy back only).
  */
 const beforeVersion4 = (location: string): ReadonlyArray<string> => {
   const pg = isPgLocation(location)
@@ -51,7 +51,8 @@ const beforeVersion4 = (location: string): ReadonlyArray<string> => {
       (SELECT s.snapshot_json FROM workflow_run_snapshots s WHERE s.run_id = workflow_runs.run_id)`,
     pg ? "ALTER TABLE workflow_runs ENABLE TRIGGER workflow_runs_terminal_immutable" : terminalImmutable,
     "DROP TABLE workflow_run_snapshots",
-    "DELETE FROM effect_sql_migrations WHERE migration_id = 4"
+    "DROP TABLE workflow_step_reminders",
+    "DELETE FROM effect_sql_migrations WHERE migration_id >= 4"
   ]
 }
 

@@ -29,6 +29,7 @@ const TABLES = [
   "workflow_run_launches",
   "workflow_run_snapshots",
   "workflow_runs",
+  "workflow_step_reminders",
   "workflow_steps",
   "workflow_turn_intents"
 ]
@@ -92,11 +93,12 @@ describe("first opens racing on PostgreSQL", () => {
           const outcomes = yield* openAtOnce(url)
           // A failed open shows in the diff with its tag and message.
           expect(outcomes.map(opened)).toEqual(["opened", "opened", "opened", "opened"])
-          expect(appliedBy(outcomes)).toEqual([1, 3, 4])
+          expect(appliedBy(outcomes)).toEqual([1, 3, 4, 5])
           expect(yield* recorded(url)).toEqual([
             { migration_id: 1, name: "controller_store_v1" },
             { migration_id: 3, name: "run_end_facts" },
-            { migration_id: 4, name: "run_snapshots" }
+            { migration_id: 4, name: "run_snapshots" },
+            { migration_id: 5, name: "step_reminders" }
           ])
           expect(yield* metadata(url)).toEqual([{ key: "schema", value: CONTROLLER_SCHEMA }])
           expect(yield* snapshotSchema(url)).toEqual(expected)
