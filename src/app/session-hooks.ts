@@ -10,6 +10,7 @@
  */
 import { Effect, Layer, Option, Schema } from "effect"
 import { Coordinator } from "../delivery/coordinator.ts"
+import { USER_HOLD_REASON } from "../domain/run-condition.ts"
 import { TimingPolicy } from "../domain/timing-policy.ts"
 import { Engine } from "../engine/engine.ts"
 import { PRESENTATION_TYPE } from "../domain/message-types.ts"
@@ -84,8 +85,8 @@ const guarded = <A, E, R>(label: string, effect: Effect.Effect<A, E, R>) =>
     )
   )
 
-/** Why a run is `waiting` after the user's Escape: durable, so the hold survives a restart. */
-export const USER_HOLD_REASON = "the user interrupted the step (Escape)"
+// Why a run is `waiting` after the user's Escape (a code the run condition reads: domain/run-condition.ts).
+export { USER_HOLD_REASON }
 
 export interface StartOutcome {
   /** The session's workflow is held by the user (Escape before a restart): keep holding. */

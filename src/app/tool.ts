@@ -7,7 +7,7 @@
  * the reply; nothing here touches Pi directly. The tool is the agent's authority: it acts only on
  * runs of its own session (src/domain/identity.ts).
  */
-import { Effect, Either, Option, ParseResult, Schema } from "effect"
+import { Clock, Effect, Either, Option, ParseResult, Schema } from "effect"
 import { foreignRun, type OwnedAction } from "../domain/identity.ts"
 import { clipCodePoints as clip } from "../domain/text.ts"
 import { type EngineService, Engine } from "../engine/engine.ts"
@@ -198,8 +198,8 @@ export const runTool = (input: ToolInput, call: ToolCall = {}): Effect.Effect<Re
         const runId = yield* ownRun(engine, sessionId, input.runId, "status")
         const status = yield* engine.status(runId)
         const chain = yield* chainStatus(runId)
-        const text =
-          chain.length === 0 ? describeStatus(status) : `${describeStatus(status)}\n${chain.join("\n")}`
+        const described = describeStatus(status, yield* Clock.currentTimeMillis)
+        const text = chain.length === 0 ? described : `${described}\n${chain.join("\n")}`
         return ok(text, { runId, state: status.state, status })
       }
       case "cancel": {
