@@ -217,7 +217,9 @@ export const layerWith = <E, R>(
   )
   const finalOnEnd = FinalOnEnd.layer.pipe(Layer.provide(Layer.mergeAll(notifications, notifier, base)))
   // The live status line of interactive Pi watches the engine's run-store writes (app/status-line.ts).
-  const watched = StatusLine.layer.pipe(Layer.provide(finalOnEnd))
+  const watched = StatusLine.layer.pipe(
+    Layer.provide(Layer.merge(finalOnEnd, only(StepReminderStore)(stores)))
+  )
   const engine = EngineLive.layer(options.engine).pipe(
     Layer.provide(Layer.mergeAll(events, watched, presenting, registry, notifications))
   )

@@ -9,7 +9,8 @@
  * Cheap: the line is drawn from what was last read, once per `TimingPolicy.statusLineTick`. It
  * learns of changes from the engine's own writes: `layer` decorates the RunStore the engine
  * writes through, and each write of a run (claim, step start, limit, request, submit, settle,
- * renewal, pause, cancel) wakes the line, which then rereads that run (one row and its steps).
+ * renewal, pause, cancel) wakes the line, which then rereads that run (one row, its steps and
+ * its reminder count, when the app has a StepReminderStore).
  * It rereads at least every `statusLineRefresh` too, for what no write of this process shows
  * (a lease running out, another process's write).
  */
@@ -20,6 +21,7 @@ import { currentDeadline, inFlight } from "../domain/step-deadline.ts"
 import { duration } from "../domain/text.ts"
 import { TimingPolicy } from "../domain/timing-policy.ts"
 import { PiSession } from "../session/pi-session.ts"
+import { remindersOf } from "./reminded.ts"
 import {
   isTerminal,
   type RunRecord,
@@ -63,6 +65,8 @@ export const statusLineText = (
 interface Shown {
   readonly run: RunRecord
   readonly steps: ReadonlyArray<StepRecord>
+  /** Step reminders sent for the attempt the run stands at. */
+  readonly reminders: number
   readonly readAt: number
 }
 
@@ -124,7 +128,13 @@ export const layer: Layer.Layer<RunStore, never, RunStore | PiSession> = Layer.s
           if (current?.run.runId === runId) yield* Ref.set(shown, null)
           return
         }
-        yield* Ref.set(shown, { run: found.value, steps: yield* store.steps(runId), readAt: now })
+        const steps = yield* store.steps(runId)
+        yield* Ref.set(shown, {
+          run: found.value,
+          steps,
+          reminders: yield* remindersOf(found.value),
+          readAt: now
+        })
       })
 
     const pass = (runIds: ReadonlyArray<string>) =>
@@ -138,7 +148,9 @@ export const layer: Layer.Layer<RunStore, never, RunStore | PiSession> = Layer.s
           yield* reread(current.run.runId, sessionId, now)
         }
         const latest = yield* Ref.get(shown)
-        yield* draw(latest === null ? undefined : statusLineText(latest.run, latest.steps, now))
+        yield* draw(
+          latest === null ? undefined : statusLineText(latest.run, latest.steps, now, latest.reminders)
+        )
       }).pipe(Effect.catchAllCause((cause) => Effect.logDebug("workflow status line not redrawn", cause)))
 
     const loop = Effect.gen(function* () {

@@ -9,6 +9,7 @@ import { Clock, Console, Effect, Option, Schema } from "effect"
 import { legacyLaunchFailures } from "../store/database.ts"
 import { conditionKind, runCondition } from "../domain/run-condition.ts"
 import { endOwesNothing } from "../interruption/run-debts.ts"
+import { remindersSent } from "../store/operator-reads.ts"
 import { RunState, RunStore } from "../store/run-store.ts"
 import { MAX_LIST_LIMIT, TurnIntentStore } from "../store/turn-intent-store.ts"
 import { chainStatus } from "../terminal/launches.ts"
@@ -16,7 +17,7 @@ import { diagnose, healthy } from "./doctor.ts"
 import { CliFailure, paint, type Style, wantsColour } from "./format.ts"
 import { resolveId, runIdOf, sessionIdOf } from "./lookup.ts"
 import { withStores } from "./open.ts"
-import { intentsTable, runsTable, runJson, showIntent, showRun, stepJson } from "./views.ts"
+import { intentsTable, runsTable, runJson, sentFor, showIntent, showRun, stepJson } from "./views.ts"
 
 const dbOption = Options.text("db").pipe(
   Options.withDescription(
@@ -164,11 +165,14 @@ const runs = Command.make(
             limit: byCondition ? MAX_LIST_LIMIT : args.limit
           })
           const now = yield* Clock.currentTimeMillis
+          const reminders = yield* remindersSent(listed.flatMap((run) => run.currentAttemptId ?? []))
           const found = byCondition
-            ? listed.filter((run) => conditionKind(runCondition(run, now)) === state).slice(0, args.limit)
+            ? listed
+                .filter((run) => conditionKind(runCondition(run, now, sentFor(run, reminders))) === state)
+                .slice(0, args.limit)
             : listed
-          if (args.json) return yield* printJson(found.map((run) => runJson(run, now)))
-          yield* Console.log(runsTable(yield* styled(args.wide), found))
+          if (args.json) return yield* printJson(found.map((run) => runJson(run, now, reminders)))
+          yield* Console.log(runsTable(yield* styled(args.wide), found, reminders))
         })
       )
     })
@@ -203,19 +207,20 @@ const show = Command.make(
           return yield* new CliFailure({ message: `no run with ID ${runId}`, exitCode: 1 })
         }
         const steps = yield* runStore.steps(runId)
+        const reminders = yield* remindersSent(steps.map((step) => step.attemptId))
         const raised = yield* intentStore.list({ runId, limit: MAX_LIST_LIMIT })
         // The restart chain (lineage and the terminal turn's launch); a file from before the
         // launch table has none.
         const chain = yield* chainStatus(runId).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
         if (args.json) {
           return yield* printJson({
-            run: runJson(run.value, yield* Clock.currentTimeMillis),
+            run: runJson(run.value, yield* Clock.currentTimeMillis, reminders),
             steps: steps.map(stepJson),
             intents: raised,
             restartChain: chain
           })
         }
-        yield* Console.log(showRun(yield* style, run.value, steps, raised, chain))
+        yield* Console.log(showRun(yield* style, run.value, steps, raised, chain, reminders))
       })
     )
 ).pipe(Command.withDescription("one turn intent (its life) or run (its steps and intents) in full"))

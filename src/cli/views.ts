@@ -114,7 +114,8 @@ export const showRun = (
   run: RunRecord,
   steps: ReadonlyArray<StepRecord>,
   intents: ReadonlyArray<TurnIntent>,
-  chain: ReadonlyArray<string> = []
+  chain: ReadonlyArray<string> = [],
+  reminders: Reminders = new Map()
 ): string => {
   const took = span(run.startedAt, run.endedAt)
   const entries: Array<readonly [string, string, Tone?]> = [
@@ -123,7 +124,7 @@ export const showRun = (
       "workflow",
       `${run.workflowName} (${run.workflowRef}${run.revision === null ? "" : `, revision ${run.revision}`})`
     ],
-    ["state", conditionLabel(runCondition(run, style.now)), runTone(run.state)],
+    ["state", conditionLabel(runCondition(run, style.now, sentFor(run, reminders))), runTone(run.state)],
     ["node", run.currentNodeId ?? "-"],
     ["deadline", deadlineField(style, steps)],
     // Counted steps are the settled ones; a visit still open or interrupted is listed below, not counted.
@@ -158,11 +159,18 @@ export const showRun = (
   return sections.join("\n\n")
 }
 
+/** Step reminders sent per attempt (operator-reads `remindersSent`). */
+export type Reminders = ReadonlyMap<string, number>
+
+/** The reminders sent for the attempt a run stands at. */
+export const sentFor = (run: RunRecord, reminders: Reminders): number =>
+  run.currentAttemptId === null ? 0 : (reminders.get(run.currentAttemptId) ?? 0)
+
 const optionJson = (value: Option.Option<unknown>): unknown => Option.getOrNull(value)
 
 /** The run record for `--json`: Options become the value or null; its condition at `now` beside its state. */
-export const runJson = (run: RunRecord, now: number) => {
-  const condition = runCondition(run, now)
+export const runJson = (run: RunRecord, now: number, reminders: Reminders = new Map()) => {
+  const condition = runCondition(run, now, sentFor(run, reminders))
   return {
     ...run,
     result: optionJson(run.result),
@@ -250,13 +258,17 @@ export const intentsTable = (style: Style, intents: ReadonlyArray<TurnIntent>): 
 }
 
 /** What a run's state means now (domain/run-condition.ts): a run not moving is never shown `running`. */
-const conditionCell = (style: Style, run: RunRecord): Cell => {
-  const condition = runCondition(run, style.now)
+const conditionCell = (style: Style, run: RunRecord, reminders: Reminders): Cell => {
+  const condition = runCondition(run, style.now, sentFor(run, reminders))
   const tone = condition._tag === "Running" ? "warn" : isStalled(condition) ? "bad" : runTone(run.state)
   return cell(conditionLabel(condition), tone)
 }
 
-export const runsTable = (style: Style, runs: ReadonlyArray<RunRecord>): string => {
+export const runsTable = (
+  style: Style,
+  runs: ReadonlyArray<RunRecord>,
+  reminders: Reminders = new Map()
+): string => {
   if (runs.length === 0) return "no workflow runs match"
   if (style.wide === true) {
     return table(
@@ -266,7 +278,7 @@ export const runsTable = (style: Style, runs: ReadonlyArray<RunRecord>): string 
         (run): ReadonlyArray<Cell> => [
           cell(run.runId),
           cell(run.workflowName),
-          conditionCell(style, run),
+          conditionCell(style, run, reminders),
           cell(run.currentNodeId ?? "-"),
           cell(`${run.stepCount}/${run.maxSteps}`),
           cell(relative(style.now, run.createdAt)),
@@ -282,7 +294,7 @@ export const runsTable = (style: Style, runs: ReadonlyArray<RunRecord>): string 
     (run): ReadonlyArray<Cell> => [
       cell(shortRun(run.runId)),
       cell(clip(run.workflowName, 24)),
-      conditionCell(style, run),
+      conditionCell(style, run, reminders),
       cell(clip(run.currentNodeId ?? "-", 24)),
       cell(`${run.stepCount}/${run.maxSteps}`),
       cell(relative(style.now, run.updatedAt)),

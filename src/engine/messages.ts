@@ -180,6 +180,8 @@ export interface RunSummary {
   readonly targetSessionId: string
   /** The node in flight, or the next one to run. */
   readonly currentNodeId: string | null
+  /** The attempt in flight (or last interrupted) at that node, if any. */
+  readonly currentAttemptId: string | null
   /** The request the model can answer right now, if any. */
   readonly openRequestId: string | null
   /** Node visits with an outcome so far, and the limit. */
@@ -238,6 +240,7 @@ export const summarize = (run: RunRecord, now: number, remindersSent = 0): RunSu
   origin: run.origin,
   targetSessionId: run.targetSessionId,
   currentNodeId: run.currentNodeId,
+  currentAttemptId: run.currentAttemptId,
   openRequestId: run.openRequestId,
   steps: run.stepCount,
   maxSteps: run.maxSteps,

@@ -11,6 +11,7 @@ import { runCommand } from "../../src/app/command.ts"
 import { afterSettle } from "../../src/app/session-hooks.ts"
 import { STATUS_LINE_KEY } from "../../src/app/status-line.ts"
 import { runTool } from "../../src/app/tool.ts"
+import { StepReminderStore } from "../../src/store/step-reminder-store.ts"
 import { layerFake, PiSessionFake } from "../../src/testing.ts"
 import { tempDbPath } from "../support/temp-db.ts"
 import { withTimings } from "../support/timing.ts"
@@ -74,6 +75,27 @@ describe("the live status line", () => {
       const tool = yield* runTool({ _tag: "status" })
       expect(tool.text).toMatch(
         /state running · node ask .*\nStep ask: limit 8h, deadline \d{4}-\S+Z \(in (7h 59m|8h)\)\n/
+      )
+      // The model ended its turn without submit and got a reminder: the line and the status say so.
+      const step = (yield* sentOfType(STEP))[0]?.message.details ?? {}
+      const taken = yield* Effect.flatMap(StepReminderStore, (store) =>
+        store.take({
+          runId: String(step.runId),
+          nodeId: String(step.nodeId),
+          attemptId: String(step.attemptId),
+          requestId: String(step.requestId),
+          sessionId: "s1",
+          ordinal: 1
+        })
+      )
+      expect(taken).toBe(true)
+      expect(yield* eventually(line, (text) => text?.includes("waiting for agent") === true)).toMatch(
+        /^workflow slow · ask · \d+s elapsed · (7h 59m|8h) left · waiting for agent \(reminder 1 of 2\)$/
+      )
+      const reminded = yield* runCommand({ _tag: "status", runId: String(step.runId) })
+      expect(reminded.text).toMatch(/: waiting for agent \(reminder 1 of 2\)\n/)
+      expect((yield* runTool({ _tag: "status" })).text).toContain(
+        "state waiting for agent (reminder 1 of 2) · node ask"
       )
       yield* runCommand({ _tag: "pause", runId: undefined })
       expect(yield* eventually(line, (text) => text?.includes("pause requested") === true)).toMatch(

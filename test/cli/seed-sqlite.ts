@@ -5,16 +5,17 @@ import { layerStores } from "../../src/app/layers.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { LaunchStore } from "../../src/store/launch-store.ts"
+import { StepReminderStore } from "../../src/store/step-reminder-store.ts"
 import { sampleFacts, sampleIntent } from "../support/fixtures.ts"
 import { newRun, resolvedIntent } from "./cli-support.ts"
 
 export const withStores = <A, E>(
   filename: string,
-  program: Effect.Effect<A, E, TurnIntentStore | RunStore>
+  program: Effect.Effect<A, E, TurnIntentStore | RunStore | StepReminderStore>
 ) =>
   Effect.scoped(
     Effect.flatMap(Layer.build(layerStores({ filename })), (context) =>
-      Effect.provide(program, Context.pick(TurnIntentStore, RunStore)(context))
+      Effect.provide(program, Context.pick(TurnIntentStore, RunStore, StepReminderStore)(context))
     )
   )
 
@@ -156,4 +157,10 @@ export const seedStates = Effect.gen(function* () {
   yield* runs.requestPause("run-held")
   yield* TestClock.setTime(real)
   yield* visit("run-flight", "s-flight", "t-live", 3_600_000)
+  // A live run whose model ended its turn twice without submit: two reminders sent.
+  const waiting = yield* visit("run-waiting", "s-waiting", "t-waiting", 3_600_000)
+  const ids = { runId: "run-waiting", nodeId: "hello", attemptId: "att-run-waiting", requestId: "req-w" }
+  yield* runs.openRequest(waiting, ids)
+  const reminders = yield* StepReminderStore
+  for (const ordinal of [1, 2] as const) yield* reminders.take({ ...ids, sessionId: "s-waiting", ordinal })
 }).pipe(Effect.provide(TestContext.TestContext))

@@ -44,7 +44,8 @@ describe("truthful states (the bin)", () => {
       "run-flight": "running",
       "run-held": "held (Escape)",
       "run-orphan": "orphaned (owner session gone)",
-      "run-parked": "parked (shutdown)"
+      "run-parked": "parked (shutdown)",
+      "run-waiting": "waiting for agent (reminder 2 of 2)"
     })
     const json = JSON.parse((await cli(["runs", "--json"])).stdout)
     expect(
@@ -54,6 +55,7 @@ describe("truthful states (the bin)", () => {
         r.conditionKind
       ])
     ).toEqual([
+      ["run-waiting", "running", "waitingForAgent"],
       ["run-flight", "running", "running"],
       ["run-held", "waiting", "held"],
       ["run-orphan", "running", "orphaned"],
@@ -66,7 +68,7 @@ describe("truthful states (the bin)", () => {
       JSON.parse((await cli(["runs", "--state", state, "--json"])).stdout).map(
         (r: { runId: string }) => r.runId
       )
-    expect(await ids("running")).toEqual(["run-flight", "run-orphan", "run-parked"])
+    expect(await ids("running")).toEqual(["run-waiting", "run-flight", "run-orphan", "run-parked"])
     expect(await ids("parked")).toEqual(["run-parked"])
     expect(await ids("orphaned")).toEqual(["run-orphan"])
     expect(await ids("held")).toEqual(["run-held"])
@@ -85,6 +87,8 @@ describe("truthful states (the bin)", () => {
     // The orphaned run's step still runs against its deadline (a takeover continues it).
     const orphan = await cli(["show", "run-orphan"])
     expect(orphan.stdout).toMatch(/state:\s+orphaned \(owner session gone\)/)
+    const waiting = await cli(["show", "run-waiting"])
+    expect(waiting.stdout).toMatch(/state:\s+waiting for agent \(reminder 2 of 2\)\n/)
     expect(orphan.stdout).toMatch(/^1\s+hello\s+in flight\s+1h( 1m)? ago\s+-\s+8h\s+in 6h 5\dm$/m)
     // A parked step shows its limit; no deadline applies until a resume starts a fresh one.
     const parked = await cli(["show", "run-parked"])
@@ -109,6 +113,7 @@ describe("truthful states (the bin)", () => {
     // The user's hold and the live run are not stalled.
     expect(found.stdout).not.toContain("run-held")
     expect(found.stdout).not.toContain("run-flight")
+    expect(found.stdout).not.toContain("run-waiting")
     const json = JSON.parse((await cli(["doctor", "--json"])).stdout)
     expect(json.healthy).toBe(false)
     expect(json.findings.find((f: { check: string }) => f.check === "stalledRuns").items).toHaveLength(2)
