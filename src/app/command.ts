@@ -14,7 +14,6 @@ import { Notifications } from "../notifications/notifications.ts"
 import { oneLine } from "../notifications/notifier.ts"
 import { PiSession } from "../session/pi-session.ts"
 import { RunStore } from "../store/run-store.ts"
-import type { LaunchStore } from "../store/launch-store.ts"
 import { MAX_ERROR_CHARS, quote } from "./input-bounds.ts"
 import {
   cancelledWithTurn,
