@@ -14,7 +14,6 @@ import { Notifications } from "../notifications/notifications.ts"
 import { oneLine } from "../notifications/notifier.ts"
 import { PiSession } from "../session/pi-session.ts"
 import { RunStore } from "../store/run-store.ts"
-import type { LaunchStore } from "../store/launch-store.ts"
 import { MAX_ERROR_CHARS, quote } from "./input-bounds.ts"
 import {
   cancelledWithTurn,
@@ -25,6 +24,7 @@ import {
   readableStatus,
   withStartExample
 } from "./replies.ts"
+import { withReminders } from "./reminded.ts"
 import { type ActionServices, NoActiveRun, runTool, targetRun } from "./tool.ts"
 
 export type CommandInput =
@@ -124,21 +124,24 @@ export const runCommand = (input: CommandInput): Effect.Effect<CommandReply, nev
         if (input.runId === undefined) {
           const runs = yield* engine.list(sessionId, { limit: 10 })
           if (runs.length === 0) return reply(ok("No workflow runs in this session."))
+          const at = yield* Clock.currentTimeMillis
           const lines = yield* Effect.forEach(runs, (run) =>
-            Effect.map(progressOf(run.runId), (progress) => `${describeRun(run)}${progress}`)
+            Effect.zipWith(
+              withReminders(run, at),
+              progressOf(run.runId),
+              (counted, progress) => `${describeRun(counted)}${progress}`
+            )
           )
           return reply(ok(lines.join("\n")))
         }
-        const status = yield* engine.status(input.runId)
+        const now = yield* Clock.currentTimeMillis
+        const status = yield* withReminders(yield* engine.status(input.runId), now)
         const progress = yield* progressOf(input.runId)
         return reply(
-          ok(
-            `${readableStatus(status, yield* Clock.currentTimeMillis)}${progress}${ownerNote(status, sessionId)}`,
-            {
-              runId: status.runId,
-              status
-            }
-          )
+          ok(`${readableStatus(status, now)}${progress}${ownerNote(status, sessionId)}`, {
+            runId: status.runId,
+            status
+          })
         )
       }
       case "cancel": {

@@ -10,12 +10,14 @@
  * Three services reach the engine decorated, each a layer that takes the service from its input
  * and provides it again under the same Tag, so the engine sees only the decorated one:
  *
- *   RunStore     ─► FinalOnEnd.layer                  ─► RunStore      (engine)
+ *   RunStore     ─► FinalOnEnd.layer ─► StatusLine.layer ─► RunStore      (engine)
  *   Coordinator  ─► TerminalMessages.layerCoordinator ─► Coordinator   (engine)
  *   SourceEvents ─► layerSyncOnEligible (below)       ─► SourceEvents  (engine and caller)
  *
  * - FinalOnEnd.layer: a run's end writes the run's one `final` notification in the same
  *   transaction, so a run never ends without it or with two.
+ * - StatusLine.layer: each write of a run wakes the live status line of interactive Pi, which
+ *   rereads the run and redraws its one footer line (app/status-line.ts).
  * - TerminalMessages.layerCoordinator: a completed run's presentation carries the terminal
  *   decision (restart or stop) and its card fields.
  * - layerSyncOnEligible: an event that made an intent eligible outside a turn starts a fallback
@@ -62,6 +64,7 @@ import { StepReminderStore } from "../store/step-reminder-store.ts"
 import * as StepReminderStoreSql from "../store/step-reminder-store-sql.ts"
 import * as TerminalMessages from "../terminal/terminal-decision.ts"
 import { layerMaintenance } from "./session-hooks.ts"
+import * as StatusLine from "./status-line.ts"
 
 export interface AppOptions {
   /** Validated definitions (see `src/app/workflows.ts`); one bad entry fails the layer. */
@@ -213,8 +216,12 @@ export const layerWith = <E, R>(
     Layer.provide(Layer.merge(notifier, base))
   )
   const finalOnEnd = FinalOnEnd.layer.pipe(Layer.provide(Layer.mergeAll(notifications, notifier, base)))
+  // The live status line of interactive Pi watches the engine's run-store writes (app/status-line.ts).
+  const watched = StatusLine.layer.pipe(
+    Layer.provide(Layer.merge(finalOnEnd, only(StepReminderStore)(stores)))
+  )
   const engine = EngineLive.layer(options.engine).pipe(
-    Layer.provide(Layer.mergeAll(events, finalOnEnd, presenting, registry, notifications))
+    Layer.provide(Layer.mergeAll(events, watched, presenting, registry, notifications))
   )
   const services = Layer.mergeAll(
     engine,

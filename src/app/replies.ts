@@ -55,25 +55,38 @@ export const withStartExample = (reply: Reply, error: unknown, form: "command" |
   return { ...reply, text: clip(`${reply.text}\nA correct call: ${call}`, MAX_ERROR_CHARS) }
 }
 
+/** One line per run: its condition (what its state means now, not only the stored state). */
 export const describeRun = (run: RunSummary): string => {
-  const parts = [`run ${run.runId}`, `workflow ${run.workflowRef}`, `state ${run.state}`]
+  const parts = [`run ${run.runId}`, `workflow ${run.workflowRef}`, `state ${run.condition}`]
   if (run.currentNodeId !== null) parts.push(`node ${run.currentNodeId}`)
   if (run.openRequestId !== null) parts.push(`open request ${run.openRequestId}`)
   parts.push(`steps ${run.steps}/${run.maxSteps}`)
-  if (run.parkedReason !== null) parts.push(`parked: ${run.parkedReason}`)
   if (run.error !== null) parts.push(`error: ${run.error.message}`)
   return parts.join(" · ")
 }
 
+/** `2026-12-02T17:10:00.000Z (in 8m)`: a deadline, absolute and from now. */
+export const deadlineText = (deadlineAt: string, now: number): string => {
+  const left = Date.parse(deadlineAt) - now
+  return `${deadlineAt} (${left > 0 ? `in ${duration(left)}` : `passed ${duration(-left)} ago`})`
+}
+
+/** The step in flight's limit and deadline, as one line, or "" when it has none. */
+const deadlineLine = (status: RunStatus, now: number): string => {
+  const step = status.stepRecords[status.stepRecords.length - 1]
+  if (status.deadlineAt === null || step === undefined || step.timeoutMs === null) return ""
+  return `\nStep ${step.nodeId}: limit ${duration(step.timeoutMs)}, deadline ${deadlineText(status.deadlineAt, now)}`
+}
+
 const MAX_STATUS_JSON = 16_000
 
-/** Status as text plus bounded JSON the model can read; `extra` goes right under the summary line. */
-export const describeStatus = (status: RunStatus, extra = ""): string => {
+/** Status as text plus bounded JSON the model can read; the step's deadline right under the summary line. */
+export const describeStatus = (status: RunStatus, now: number): string => {
   // Redacted before the cut, so no credential is left as an unrecognisable prefix.
   const json = redactText(JSON.stringify(status, null, 2))
   const clipped = clip(json, MAX_STATUS_JSON)
   const body = clipped === json ? json : `${clipped}\n…[truncated]`
-  return `${describeRun(status)}${extra}\n${body}`
+  return `${describeRun(status)}${deadlineLine(status, now)}\n${body}`
 }
 
 const span = (from: string | null, to: string | null): string | null => {
@@ -90,9 +103,24 @@ const stepLine = (step: StepView, now: number): string => {
         ? `in flight for ${relative(now, step.startedAt).replace(/ ago$/, "")}`
         : `interrupted (${step.interrupted})`
       : step.outcome.replace("_", " ")
-  const limit = step.timeoutMs === null ? "" : `, limit ${duration(step.timeoutMs)}`
+  const open = step.outcome === null && step.interrupted === null
+  const limit =
+    step.timeoutMs === null
+      ? open
+        ? ", no limit known"
+        : ""
+      : `, limit ${duration(step.timeoutMs)}${step.interrupted !== null && step.outcome === null ? " (restarts when resumed)" : ""}`
+  const deadline = open && step.deadlineAt !== null ? `, deadline ${deadlineText(step.deadlineAt, now)}` : ""
   const error = step.error === null ? "" : `: ${step.error}`
-  return `  ${step.seq}. ${step.nodeId} — ${outcome}${took === null ? "" : ` after ${took}`}${limit}${error}`
+  return `  ${step.seq}. ${step.nodeId} — ${outcome}${took === null ? "" : ` after ${took}`}${limit}${deadline}${error}`
+}
+
+/** What the user can do about a run that is not moving, after its condition. */
+const conditionHint = (status: RunStatus): string => {
+  if (status.state === "waiting") return " (held: /workflow resume continues it, /workflow cancel stops it)"
+  if (status.state !== "running") return ""
+  if (status.parkedReason !== null) return ` (/workflow resume ${status.runId} continues it)`
+  return status.claimed ? "" : ` (no live owner: /workflow resume ${status.runId} continues it here)`
 }
 
 const MAX_STATUS_STEPS = 20
@@ -100,10 +128,8 @@ const MAX_STATUS_STEPS = 20
 /** `/workflow status <runId>` for people: state, node, steps, timing and the last error. */
 export const readableStatus = (status: RunStatus, now: number): string => {
   const revision = status.revision === null ? "" : ` (revision ${status.revision})`
-  const held =
-    status.state === "waiting" ? " (held: /workflow resume continues it, /workflow cancel stops it)" : ""
   const lines = [
-    `Run ${status.runId} of ${status.workflowName}${revision}: ${status.state.replace("_", " ")}${held}`
+    `Run ${status.runId} of ${status.workflowName}${revision}: ${status.condition.replace("_", " ")}${conditionHint(status)}`
   ]
   if (status.currentNodeId !== null) {
     const request =
@@ -112,6 +138,7 @@ export const readableStatus = (status: RunStatus, now: number): string => {
         : ` (waiting for the model's answer, request ${status.openRequestId})`
     lines.push(`Node: ${status.currentNodeId}${request}`)
   }
+  if (status.deadlineAt !== null) lines.push(`Deadline: ${deadlineText(status.deadlineAt, now)}`)
   const timing = [`created ${relative(now, status.createdAt)}`]
   if (status.startedAt !== null) timing.push(`started ${relative(now, status.startedAt)}`)
   if (status.endedAt !== null) {

@@ -10,10 +10,10 @@
  */
 import { Effect, Layer, Option, Schema } from "effect"
 import { Coordinator } from "../delivery/coordinator.ts"
+import { USER_HOLD_REASON } from "../domain/run-condition.ts"
 import { TimingPolicy } from "../domain/timing-policy.ts"
 import { Engine } from "../engine/engine.ts"
 import { PRESENTATION_TYPE } from "../domain/message-types.ts"
-import { USER_HOLD_REASON } from "../domain/user-hold.ts"
 import { AbortBookkeeping } from "../interruption/abort-bookkeeping.ts"
 import { reconcileDebts } from "../interruption/reconcile.ts"
 import { Notifier } from "../notifications/notifier.ts"

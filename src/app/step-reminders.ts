@@ -22,7 +22,7 @@ import { AbortBookkeeping } from "../interruption/abort-bookkeeping.ts"
 import { type BranchMessage, PiSession } from "../session/pi-session.ts"
 import { StepReminderStore } from "../store/step-reminder-store.ts"
 import { TurnIntentStore } from "../store/turn-intent-store.ts"
-import { USER_HOLD_REASON } from "../domain/user-hold.ts"
+import { USER_HOLD_REASON } from "../domain/run-condition.ts"
 
 const StepDetails = Schema.Struct({ requestId: Schema.String })
 const ReminderDetails = Schema.Struct({ attemptId: Schema.String, reminder: Schema.Number })

@@ -7,7 +7,7 @@
  * the reply; nothing here touches Pi directly. The tool is the agent's authority: it acts only on
  * runs of its own session (src/domain/identity.ts).
  */
-import { Effect, Either, Option, ParseResult, Schema } from "effect"
+import { Clock, Effect, Either, Option, ParseResult, Schema } from "effect"
 import { foreignRun, type OwnedAction } from "../domain/identity.ts"
 import { clipCodePoints as clip } from "../domain/text.ts"
 import { type EngineService, Engine } from "../engine/engine.ts"
@@ -18,6 +18,7 @@ import { RunStore } from "../store/run-store.ts"
 import type { LaunchStore } from "../store/launch-store.ts"
 import { chainStatus, type LaunchReply, restartRun, startWorkflow } from "../terminal/launches.ts"
 import { boundToolArguments, count, fieldName, MAX_ERROR_CHARS, quote } from "./input-bounds.ts"
+import { withReminders } from "./reminded.ts"
 import { describeRun, describeStatus, failed, ok, type Reply, withStartExample } from "./replies.ts"
 
 /** A string parameter; the message names what came instead, shortly (never the whole value). */
@@ -196,10 +197,11 @@ export const runTool = (input: ToolInput, call: ToolCall = {}): Effect.Effect<Re
       }
       case "status": {
         const runId = yield* ownRun(engine, sessionId, input.runId, "status")
-        const status = yield* engine.status(runId)
+        const now = yield* Clock.currentTimeMillis
+        const status = yield* withReminders(yield* engine.status(runId), now)
         const chain = yield* chainStatus(runId)
-        const text =
-          chain.length === 0 ? describeStatus(status) : `${describeStatus(status)}\n${chain.join("\n")}`
+        const described = describeStatus(status, now)
+        const text = chain.length === 0 ? described : `${described}\n${chain.join("\n")}`
         return ok(text, { runId, state: status.state, status })
       }
       case "cancel": {

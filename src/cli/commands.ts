@@ -1,34 +1,23 @@
 /**
  * The operator CLI's commands (`intents`, `runs`, `show`, `doctor`) over the stores, opened
- * read-only: a SQLite file, or a PostgreSQL database when the location is a `postgres://` URL. Each command prints a table or page, or `--json` for scripts; failures are typed
- * (`CliFailure`, the stores' errors) and turned into one line by `main.ts`.
+ * read-only (`open.ts`: a SQLite file, or a PostgreSQL database when the location is a
+ * `postgres://` URL). Each command prints a table or page, or `--json` for scripts; failures are
+ * typed (`CliFailure`, the stores' errors) and turned into one line by `main.ts`.
  */
-import { existsSync, statSync } from "node:fs"
-import { resolve } from "node:path"
 import { Args, Command, Options } from "@effect/cli"
-import { Clock, Console, Effect, Layer, Option, Schema } from "effect"
-import { isPostgresUrl, resolveDbPath } from "../app/db-path.ts"
-import { Database, legacyLaunchFailures } from "../store/database.ts"
+import { Clock, Console, Effect, Option, Schema } from "effect"
+import { legacyLaunchFailures } from "../store/database.ts"
+import { conditionKind, runCondition } from "../domain/run-condition.ts"
 import { endOwesNothing } from "../interruption/run-debts.ts"
-import { StoreFailure } from "../store/store-errors.ts"
-import { isNotADatabase, readability, readShape, refusal, StoreRefused } from "../store/operator-reads.ts"
+import { remindersSent } from "../store/operator-reads.ts"
 import { RunState, RunStore } from "../store/run-store.ts"
-import * as LaunchStoreSql from "../store/launch-store-sql.ts"
-import * as RunStoreSql from "../store/run-store-sql.ts"
 import { MAX_LIST_LIMIT, TurnIntentStore } from "../store/turn-intent-store.ts"
-import * as TurnIntentStoreSql from "../store/turn-intent-store-sql.ts"
 import { chainStatus } from "../terminal/launches.ts"
 import { diagnose, healthy } from "./doctor.ts"
 import { CliFailure, paint, type Style, wantsColour } from "./format.ts"
-import { resolveId, runIdOf, sessionIdOf, databasesBeside, missingDatabase } from "./lookup.ts"
-import { intentsTable, runsTable, runJson, showIntent, showRun, stepJson } from "./views.ts"
-
-/**
- * How long a read waits for a lock. WAL readers never wait for a writer, so this only matters
- * when the file is being recovered or held exclusively; then the CLI says "busy" quickly
- * instead of stalling a live Pi's user.
- */
-export const BUSY_TIMEOUT_MS = 50
+import { resolveId, runIdOf, sessionIdOf } from "./lookup.ts"
+import { withStores } from "./open.ts"
+import { intentsTable, runsTable, runJson, sentFor, showIntent, showRun, stepJson } from "./views.ts"
 
 const dbOption = Options.text("db").pipe(
   Options.withDescription(
@@ -72,113 +61,6 @@ const checkLimit = (limit: number) =>
     : Effect.fail(
         new CliFailure({ message: `--limit must be from 1 to ${MAX_LIST_LIMIT}, got ${limit}`, exitCode: 2 })
       )
-
-/**
- * The database to read: `--db` (a postgres:// URL, or a path relative to the working directory),
- * else `PI_WORKFLOWS_DB` (a URL or an absolute path), else where the extension keeps this
- * project's file.
- */
-export const databasePath = (db: Option.Option<string>) =>
-  Effect.try({
-    try: () =>
-      Option.match(db, {
-        onNone: () => resolveDbPath(process.cwd(), process.env),
-        onSome: (location) => (isPostgresUrl(location) ? location : resolve(process.cwd(), location))
-      }),
-    catch: (error) =>
-      new CliFailure({ message: error instanceof Error ? error.message : String(error), exitCode: 2 })
-  })
-
-/** How long the CLI waits for a PostgreSQL server before saying it cannot be reached. */
-export const CONNECT_TIMEOUT_MS = 5_000
-
-/** The PostgreSQL module, loaded only when a URL is given (as the extension loads it). */
-const loadPg = Effect.tryPromise({
-  try: () => import("../store/pg/database-pg.ts"),
-  catch: (cause) =>
-    new StoreFailure({
-      operation: "open",
-      message: `PostgreSQL support cannot load (is @effect/sql-pg installed?): ${String(cause)}`,
-      cause
-    })
-})
-
-const storesAt = (location: string) =>
-  Layer.mergeAll(TurnIntentStoreSql.layer, RunStoreSql.layer, LaunchStoreSql.layer).pipe(
-    Layer.provideMerge(
-      isPostgresUrl(location)
-        ? Layer.unwrapEffect(
-            Effect.map(loadPg, (pg) =>
-              pg.layer({
-                url: location,
-                readonly: true,
-                busyTimeoutMs: BUSY_TIMEOUT_MS,
-                connectTimeoutMs: CONNECT_TIMEOUT_MS,
-                maxConnections: 2
-              })
-            )
-          )
-        : Database.layer({ filename: location, readonly: true, busyTimeoutMs: BUSY_TIMEOUT_MS })
-    )
-  )
-
-type Stores = Layer.Layer.Success<ReturnType<typeof storesAt>>
-
-/**
- * Before any store reads a table: a database the stores cannot read as it is (legacy rows in a
- * file Pi refuses, a table missing) is refused from its structure, changing nothing.
- */
-const readable = (shown: string, postgres: boolean) =>
-  Effect.flatMap(readShape, (shape) => {
-    const refused = refusal(shown, postgres, readability(shape))
-    return refused === undefined ? Effect.void : Effect.fail(refused)
-  })
-
-/** An open that failed because the file is no SQLite database at all, said so plainly. */
-const notADatabase =
-  (shown: string) =>
-  <E>(error: E): E | StoreRefused =>
-    error instanceof StoreFailure && isNotADatabase(error)
-      ? new StoreRefused({
-          databasePath: shown,
-          postgres: false,
-          reason: "notADatabase",
-          pending: 0,
-          missing: []
-        })
-      : error
-
-/** Run `program` over the stores of the database, opened read-only (given the name it shows). */
-const withStores = <A, E>(
-  db: Option.Option<string>,
-  program: (path: string) => Effect.Effect<A, E, Stores>
-) =>
-  Effect.gen(function* () {
-    const location = yield* databasePath(db)
-    if (isPostgresUrl(location)) {
-      const pg = yield* loadPg
-      const shown = pg.redactUrl(location)
-      return yield* Effect.provide(Effect.zipRight(readable(shown, true), program(shown)), storesAt(location))
-    }
-    const path = location
-    const exists = yield* Effect.sync(() => fileExists(path))
-    if (!exists) {
-      // The default file (keyed by this directory): name the databases beside it instead.
-      const byDirectory = Option.isNone(db) && (process.env.PI_WORKFLOWS_DB ?? "") === ""
-      return yield* new CliFailure({
-        message: byDirectory
-          ? missingDatabase(path, databasesBeside(path))
-          : `no controller database at ${path} (pass --db PATH or set PI_WORKFLOWS_DB)`,
-        exitCode: 2
-      })
-    }
-    return yield* Effect.provide(
-      Effect.zipRight(readable(path, false), program(path)),
-      Layer.mapError(storesAt(path), notADatabase(path))
-    )
-  })
-
-const fileExists = (path: string): boolean => existsSync(path) && statSync(path).isFile()
 
 const intents = Command.make(
   "intents",
@@ -228,16 +110,23 @@ const intents = Command.make(
 
 const isRunState = Schema.is(RunState)
 
+/** `--state` values beside the stored states: conditions of runs stored as `running` or `waiting`. */
+const CONDITION_STATES = ["parked", "orphaned", "held"] as const
+type ConditionState = (typeof CONDITION_STATES)[number]
+const isConditionState = (value: string): value is ConditionState =>
+  (CONDITION_STATES as ReadonlyArray<string>).includes(value)
+const STATE_CHOICES = [...RunState.literals, ...CONDITION_STATES].join(", ")
+
 /** `--state`'s value, or one line naming the flag, the choices and what was given (exit 2). */
 const stateOf = (typed: Option.Option<string>) =>
   Option.match(typed, {
     onNone: () => Effect.succeed(undefined),
     onSome: (value) =>
-      isRunState(value)
+      isRunState(value) || isConditionState(value)
         ? Effect.succeed(value)
         : Effect.fail(
             new CliFailure({
-              message: `--state: expected one of ${RunState.literals.join(", ")}; got ${JSON.stringify(value)}`,
+              message: `--state: expected one of ${STATE_CHOICES}; got ${JSON.stringify(value)}`,
               exitCode: 2
             })
           )
@@ -251,7 +140,9 @@ const runs = Command.make(
     session: sessionOption,
     // Text, checked below, so a bad value's line names the flag and the choices.
     state: Options.text("state").pipe(
-      Options.withDescription(`only runs in this state: ${RunState.literals.join(", ")}`),
+      Options.withDescription(
+        `only runs in this state (${RunState.literals.join(", ")}) or condition (${CONDITION_STATES.join(", ")})`
+      ),
       Options.optional
     ),
     limit: limitOption,
@@ -263,15 +154,25 @@ const runs = Command.make(
       const state = yield* stateOf(args.state)
       yield* withStores(args.db, () =>
         Effect.gen(function* () {
-          const found = yield* (yield* RunStore).list({
-            ...(Option.isSome(args.session)
-              ? { targetSessionId: yield* sessionIdOf(args.session.value) }
-              : {}),
-            ...(state === undefined ? {} : { state }),
-            limit: args.limit
+          const session = Option.isSome(args.session)
+            ? { targetSessionId: yield* sessionIdOf(args.session.value) }
+            : {}
+          const byCondition = state !== undefined && isConditionState(state)
+          // A condition is decided per run (claim expiry against now): the newest runs, filtered.
+          const listed = yield* (yield* RunStore).list({
+            ...session,
+            ...(state === undefined || byCondition ? {} : { state }),
+            limit: byCondition ? MAX_LIST_LIMIT : args.limit
           })
-          if (args.json) return yield* printJson(found.map(runJson))
-          yield* Console.log(runsTable(yield* styled(args.wide), found))
+          const now = yield* Clock.currentTimeMillis
+          const reminders = yield* remindersSent(listed.flatMap((run) => run.currentAttemptId ?? []))
+          const found = byCondition
+            ? listed
+                .filter((run) => conditionKind(runCondition(run, now, sentFor(run, reminders))) === state)
+                .slice(0, args.limit)
+            : listed
+          if (args.json) return yield* printJson(found.map((run) => runJson(run, now, reminders)))
+          yield* Console.log(runsTable(yield* styled(args.wide), found, reminders))
         })
       )
     })
@@ -306,22 +207,31 @@ const show = Command.make(
           return yield* new CliFailure({ message: `no run with ID ${runId}`, exitCode: 1 })
         }
         const steps = yield* runStore.steps(runId)
+        const reminders = yield* remindersSent(steps.map((step) => step.attemptId))
         const raised = yield* intentStore.list({ runId, limit: MAX_LIST_LIMIT })
         // The restart chain (lineage and the terminal turn's launch); a file from before the
         // launch table has none.
         const chain = yield* chainStatus(runId).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
         if (args.json) {
           return yield* printJson({
-            run: runJson(run.value),
+            run: runJson(run.value, yield* Clock.currentTimeMillis, reminders),
             steps: steps.map(stepJson),
             intents: raised,
             restartChain: chain
           })
         }
-        yield* Console.log(showRun(yield* style, run.value, steps, raised, chain))
+        yield* Console.log(showRun(yield* style, run.value, steps, raised, chain, reminders))
       })
     )
 ).pipe(Command.withDescription("one turn intent (its life) or run (its steps and intents) in full"))
+
+/** A duration typed as `90s`, `10m`, `2h` or plain minutes (`10`), in milliseconds; null when not one. */
+export const parseDuration = (typed: string): number | null => {
+  const match = /^(\d+)(s|m|h)?$/.exec(typed.trim())
+  if (match === null) return null
+  const unit = { s: 1_000, m: 60_000, h: 3_600_000 }[match[2] ?? "m"] ?? 60_000
+  return Number(match[1]) * unit
+}
 
 const doctor = Command.make(
   "doctor",
@@ -331,6 +241,12 @@ const doctor = Command.make(
     stale: Options.integer("stale-minutes").pipe(
       Options.withDescription("a pending intent this old that never became eligible counts as stranded"),
       Options.withDefault(10)
+    ),
+    staleAfter: Options.text("stale-after").pipe(
+      Options.withDescription(
+        "a run parked or orphaned this long counts as stalled (30s, 10m, 2h; default 10m)"
+      ),
+      Options.withDefault("10m")
     )
   },
   (args) =>
@@ -338,6 +254,13 @@ const doctor = Command.make(
       if (args.stale < 1) {
         return yield* new CliFailure({
           message: `--stale-minutes must be at least 1, got ${args.stale}`,
+          exitCode: 2
+        })
+      }
+      const staleRunMs = parseDuration(args.staleAfter)
+      if (staleRunMs === null || staleRunMs < 1_000) {
+        return yield* new CliFailure({
+          message: `--stale-after must be a duration of at least 1s (like 30s, 10m or 2h), got ${JSON.stringify(args.staleAfter)}`,
           exitCode: 2
         })
       }
@@ -355,6 +278,7 @@ const doctor = Command.make(
             databasePath: path,
             now,
             staleMs: args.stale * 60_000,
+            staleRunMs,
             legacyPending: yield* legacyLaunchFailures,
             pending,
             running: yield* runs.list({ state: "running", limit: 1_000 }),

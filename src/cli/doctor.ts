@@ -6,6 +6,7 @@ import { LegacyLaunchNotifications } from "../store/store-errors.ts"
 import type { TurnIntent } from "../domain/turn-intent.ts"
 import type { RunRecord } from "../store/run-store.ts"
 import { duration, relative } from "../domain/text.ts"
+import { conditionLabel, isStalled, type RunCondition, runCondition } from "../domain/run-condition.ts"
 
 export interface DoctorInput {
   readonly databasePath: string
@@ -16,6 +17,8 @@ export interface DoctorInput {
   readonly legacyPending: number
   /** Pending (unresolved) intents. */
   readonly pending: ReadonlyArray<TurnIntent>
+  /** A run parked or orphaned (domain/run-condition.ts) for longer than this has stalled. */
+  readonly staleRunMs: number
   /** Runs in state `running`. */
   readonly running: ReadonlyArray<RunRecord>
   /**
@@ -26,7 +29,7 @@ export interface DoctorInput {
 }
 
 export interface Finding {
-  readonly check: "legacyLaunchFailures" | "staleIntents" | "expiredIntentClaims" | "abandonedRuns"
+  readonly check: "legacyLaunchFailures" | "staleIntents" | "expiredIntentClaims" | "stalledRuns"
   readonly healthy: boolean
   /** One plain sentence: what was found, and what to do about it. */
   readonly summary: string
@@ -107,27 +110,42 @@ const expiredClaims = (input: DoctorInput): Finding => {
       }
 }
 
-const abandoned = (input: DoctorInput): Finding => {
-  const found = input.running.filter(
-    (run) => run.claimToken !== null && (run.claimExpiresAt ?? 0) <= input.now
-  )
+/** Since when a stalled run has not moved (epoch ms): its lease's end, else its last write. */
+const stalledSince = (run: RunRecord, condition: RunCondition): number =>
+  condition._tag === "Orphaned" && run.claimExpiresAt !== null
+    ? run.claimExpiresAt
+    : Date.parse(run.updatedAt)
+
+/** The exact commands that bring a stalled run back, for its item line. */
+export const recoveryCommands = (run: RunRecord): string =>
+  `recover: pi --session ${run.targetSessionId} in the project directory (session start continues the run), ` +
+  `or type /workflow resume ${run.runId} in Pi there`
+
+const stalled = (input: DoctorInput): Finding => {
+  const found = input.running.flatMap((run) => {
+    const condition = runCondition(run, input.now)
+    if (!isStalled(condition)) return []
+    const since = stalledSince(run, condition)
+    return input.now - since > input.staleRunMs ? [{ run, condition, since }] : []
+  })
   return found.length === 0
     ? {
-        check: "abandonedRuns",
+        check: "stalledRuns",
         healthy: true,
-        summary: "every claimed run is renewed by its runner",
+        summary: `no run has been parked or orphaned for more than ${duration(input.staleRunMs)}`,
         items: []
       }
     : {
-        check: "abandonedRuns",
+        check: "stalledRuns",
         healthy: false,
         summary:
-          `${plural(found.length, "run")} ${agree(found.length, "is", "are")} claimed by a runner that stopped renewing its lease. ` +
-          "Open the session in Pi (recovery takes them over at start) or run `/workflow resume <runId>` there.",
+          `${plural(found.length, "run")} ${agree(found.length, "has", "have")} been parked or orphaned for more than ` +
+          `${duration(input.staleRunMs)}: stored as running, but no live Pi session drives ${agree(found.length, "it", "them")}. ` +
+          "Reopen the owning session in the project (or resume the run in Pi there) to continue.",
         items: found.map(
-          (run) =>
-            `${run.runId}: ${run.workflowName} at ${run.currentNodeId ?? "-"}, lease ended ` +
-            `${relative(input.now, run.claimExpiresAt)}, session ${run.targetSessionId}`
+          ({ run, condition, since }) =>
+            `${run.runId}: ${run.workflowName} at ${run.currentNodeId ?? "-"}, ${conditionLabel(condition)} ` +
+            `since ${relative(input.now, since)}, session ${run.targetSessionId}; ${recoveryCommands(run)}`
         )
       }
 }
@@ -136,7 +154,7 @@ export const diagnose = (input: DoctorInput): ReadonlyArray<Finding> => [
   legacy(input),
   stale(input),
   expiredClaims(input),
-  abandoned(input)
+  stalled(input)
 ]
 
 export const healthy = (findings: ReadonlyArray<Finding>): boolean => findings.every((f) => f.healthy)

@@ -7,6 +7,8 @@
  */
 import { Option } from "effect"
 import type { TurnIntent } from "../domain/turn-intent.ts"
+import { conditionKind, conditionLabel, isStalled, runCondition } from "../domain/run-condition.ts"
+import { currentDeadline, inFlight, stepDeadline } from "../domain/step-deadline.ts"
 import { duration, relative } from "../domain/text.ts"
 import type { RunRecord, RunState, StepRecord } from "../store/run-store.ts"
 import { type Cell, cell, clip, fields, fitted, paint, type Style, type Tone, table } from "./format.ts"
@@ -61,13 +63,22 @@ export const showIntent = (style: Style, intent: TurnIntent): string => {
   return `${record}\n\n${paint(style, "dim", "life")}\n${life}`
 }
 
+/** An in-flight step's deadline from now (`in 8m`, `passed 2m ago`); "-" for a step that ended. */
+const deadlineCell = (style: Style, steps: ReadonlyArray<StepRecord>, index: number): Cell => {
+  const step = steps[index]
+  const deadline = step !== undefined && inFlight(step) ? stepDeadline(steps, index) : null
+  if (deadline === null) return cell("-")
+  const left = deadline - style.now
+  return left > 0 ? cell(`in ${duration(left)}`, "warn") : cell(`passed ${duration(-left)} ago`, "bad")
+}
+
 const stepsTable = (style: Style, steps: ReadonlyArray<StepRecord>): string =>
   steps.length === 0
     ? "no steps yet"
     : table(
         style,
-        ["#", "NODE", "OUTCOME", "STARTED", "TOOK", "LIMIT", "NOTE"],
-        steps.map((step): ReadonlyArray<Cell> => {
+        ["#", "NODE", "OUTCOME", "STARTED", "TOOK", "LIMIT", "DEADLINE", "NOTE"],
+        steps.map((step, index): ReadonlyArray<Cell> => {
           const outcome = step.outcome ?? (step.interrupted !== null ? "interrupted" : "in flight")
           return [
             cell(String(step.seq)),
@@ -76,6 +87,7 @@ const stepsTable = (style: Style, steps: ReadonlyArray<StepRecord>): string =>
             cell(relative(style.now, step.startedAt)),
             cell(span(step.startedAt, step.endedAt) ?? "-"),
             cell(step.timeoutMs === null ? "-" : duration(step.timeoutMs)),
+            deadlineCell(style, steps, index),
             // A timeout said from its structured limit, in the one duration format (not the stored text's ms).
             cell(
               step.outcome === "timed_out" && step.timeoutMs !== null
@@ -86,13 +98,24 @@ const stepsTable = (style: Style, steps: ReadonlyArray<StepRecord>): string =>
         })
       )
 
-/** One run: its record, its step history and the turn intents it raised. */
+/** The deadline of the step in flight, absolute and from now; why there is none otherwise. */
+const deadlineField = (style: Style, steps: ReadonlyArray<StepRecord>): string => {
+  const deadline = currentDeadline(steps)
+  if (deadline === null) {
+    const last = steps[steps.length - 1]
+    return last !== undefined && inFlight(last) ? "- (no limit known)" : "- (no step in flight)"
+  }
+  return stamp(style, new Date(deadline).toISOString())
+}
+
+/** One run: its condition, its record, its step history and the turn intents it raised. */
 export const showRun = (
   style: Style,
   run: RunRecord,
   steps: ReadonlyArray<StepRecord>,
   intents: ReadonlyArray<TurnIntent>,
-  chain: ReadonlyArray<string> = []
+  chain: ReadonlyArray<string> = [],
+  reminders: Reminders = new Map()
 ): string => {
   const took = span(run.startedAt, run.endedAt)
   const entries: Array<readonly [string, string, Tone?]> = [
@@ -101,8 +124,9 @@ export const showRun = (
       "workflow",
       `${run.workflowName} (${run.workflowRef}${run.revision === null ? "" : `, revision ${run.revision}`})`
     ],
-    ["state", run.state, runTone(run.state)],
+    ["state", conditionLabel(runCondition(run, style.now, sentFor(run, reminders))), runTone(run.state)],
     ["node", run.currentNodeId ?? "-"],
+    ["deadline", deadlineField(style, steps)],
     // Counted steps are the settled ones; a visit still open or interrupted is listed below, not counted.
     ["steps", `${run.stepCount} settled (the limit is ${run.maxSteps})`],
     ["session", `${run.targetSessionId} (started from a ${run.origin})`],
@@ -135,10 +159,25 @@ export const showRun = (
   return sections.join("\n\n")
 }
 
+/** Step reminders sent per attempt (operator-reads `remindersSent`). */
+export type Reminders = ReadonlyMap<string, number>
+
+/** The reminders sent for the attempt a run stands at. */
+export const sentFor = (run: RunRecord, reminders: Reminders): number =>
+  run.currentAttemptId === null ? 0 : (reminders.get(run.currentAttemptId) ?? 0)
+
 const optionJson = (value: Option.Option<unknown>): unknown => Option.getOrNull(value)
 
-/** The run record for `--json`: Options become the value or null. */
-export const runJson = (run: RunRecord) => ({ ...run, result: optionJson(run.result) })
+/** The run record for `--json`: Options become the value or null; its condition at `now` beside its state. */
+export const runJson = (run: RunRecord, now: number, reminders: Reminders = new Map()) => {
+  const condition = runCondition(run, now, sentFor(run, reminders))
+  return {
+    ...run,
+    result: optionJson(run.result),
+    condition: conditionLabel(condition),
+    conditionKind: conditionKind(condition)
+  }
+}
 
 export const stepJson = (step: StepRecord) => ({ ...step, output: optionJson(step.output) })
 
@@ -218,7 +257,18 @@ export const intentsTable = (style: Style, intents: ReadonlyArray<TurnIntent>): 
   )
 }
 
-export const runsTable = (style: Style, runs: ReadonlyArray<RunRecord>): string => {
+/** What a run's state means now (domain/run-condition.ts): a run not moving is never shown `running`. */
+const conditionCell = (style: Style, run: RunRecord, reminders: Reminders): Cell => {
+  const condition = runCondition(run, style.now, sentFor(run, reminders))
+  const tone = condition._tag === "Running" ? "warn" : isStalled(condition) ? "bad" : runTone(run.state)
+  return cell(conditionLabel(condition), tone)
+}
+
+export const runsTable = (
+  style: Style,
+  runs: ReadonlyArray<RunRecord>,
+  reminders: Reminders = new Map()
+): string => {
   if (runs.length === 0) return "no workflow runs match"
   if (style.wide === true) {
     return table(
@@ -228,7 +278,7 @@ export const runsTable = (style: Style, runs: ReadonlyArray<RunRecord>): string 
         (run): ReadonlyArray<Cell> => [
           cell(run.runId),
           cell(run.workflowName),
-          cell(run.state, runTone(run.state)),
+          conditionCell(style, run, reminders),
           cell(run.currentNodeId ?? "-"),
           cell(`${run.stepCount}/${run.maxSteps}`),
           cell(relative(style.now, run.createdAt)),
@@ -244,7 +294,7 @@ export const runsTable = (style: Style, runs: ReadonlyArray<RunRecord>): string 
     (run): ReadonlyArray<Cell> => [
       cell(shortRun(run.runId)),
       cell(clip(run.workflowName, 24)),
-      cell(run.state, runTone(run.state)),
+      conditionCell(style, run, reminders),
       cell(clip(run.currentNodeId ?? "-", 24)),
       cell(`${run.stepCount}/${run.maxSteps}`),
       cell(relative(style.now, run.updatedAt)),

@@ -25,6 +25,13 @@ export interface TimingPolicyService {
   readonly syncInterval: Duration.Duration | null
   /** Spacing of the periodic reconciliation pass (default 5 s); null: none. */
   readonly maintenanceInterval: Duration.Duration | null
+  /**
+   * How often the live status line of interactive Pi redraws from what it last read (default
+   * 1 s); null: no status line. It also rereads its run after each write of the engine's run
+   * store and at least every `statusLineRefresh` (default 5 s).
+   */
+  readonly statusLineTick: Duration.Duration | null
+  readonly statusLineRefresh: Duration.Duration
   /** Claim lease of one delivery (default 30 s); it must exceed the write-delay bound (5 s). */
   readonly deliveryLease: Duration.Duration
   /**
@@ -84,6 +91,8 @@ export const DEFAULT_TIMING_POLICY: TimingPolicyService = {
   ),
   syncInterval: Duration.seconds(10),
   maintenanceInterval: Duration.seconds(5),
+  statusLineTick: Duration.seconds(1),
+  statusLineRefresh: Duration.seconds(5),
   deliveryLease: Duration.millis(DEFAULT_LEASE_MS),
   claimRetry: Duration.millis(500),
   abortPersistTimeout: Duration.millis(250),

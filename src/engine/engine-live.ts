@@ -5,6 +5,7 @@
  */
 import { Clock, Deferred, Effect, FiberMap, FiberSet, Layer, Option, Ref } from "effect"
 import { InvalidInput } from "../domain/errors.ts"
+import { SHUTDOWN_PARK } from "../domain/run-condition.ts"
 import { Coordinator } from "../delivery/coordinator.ts"
 import { TimingPolicy } from "../domain/timing-policy.ts"
 import { terminalEvent } from "../interruption/run-debts.ts"
@@ -26,7 +27,7 @@ import {
 import { openStepFor } from "./open-step.ts"
 import { Engine, type EngineConfig, type EngineService } from "./engine.ts"
 import { InvalidRunState, InvalidWorkflowInput, RunBusy } from "./errors.ts"
-import { type RunSummary, StepProgress, stepView, summarize } from "./messages.ts"
+import { type RunSummary, runStatus, StepProgress, summarize } from "./messages.ts"
 import {
   launchCheck,
   type RegisteredWorkflow,
@@ -308,11 +309,8 @@ export const make = (config: EngineConfig = {}) =>
       const record = yield* requireRun(runId)
       const steps = yield* store.steps(runId)
       const events = yield* store.events(runId)
-      return {
-        ...summarize(record, yield* now),
-        stepRecords: steps.map(stepView),
-        events: events.map((event) => ({ kind: event.kind, message: event.message, at: event.at }))
-      }
+      const shown = events.map((event) => ({ kind: event.kind, message: event.message, at: event.at }))
+      return runStatus(record, steps, shown, yield* now)
     })
 
     const list: EngineService["list"] = Effect.fn("Engine.list")(function* (sessionId, options) {
@@ -353,7 +351,7 @@ export const make = (config: EngineConfig = {}) =>
         runs,
         (run) =>
           Effect.zipRight(
-            Deferred.succeed(run.stop, { _tag: "Park", reason: "shutdown", quiet: "shutdown" }),
+            Deferred.succeed(run.stop, { _tag: "Park", reason: SHUTDOWN_PARK, quiet: "shutdown" }),
             Deferred.await(run.finished)
           ),
         { concurrency: "unbounded", discard: true }

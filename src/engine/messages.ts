@@ -22,6 +22,8 @@ import {
   PRESENTATION_TYPE
 } from "../domain/message-types.ts"
 import { redactText } from "../domain/redact.ts"
+import { conditionLabel, runCondition } from "../domain/run-condition.ts"
+import { currentDeadline, stepDeadline } from "../domain/step-deadline.ts"
 import { clipCodePoints } from "../domain/text.ts"
 import type { CoordinatorService } from "../delivery/coordinator.ts"
 import type { CustomMessage, DeliveryOptions } from "../session/pi-session.ts"
@@ -178,12 +180,19 @@ export interface RunSummary {
   readonly targetSessionId: string
   /** The node in flight, or the next one to run. */
   readonly currentNodeId: string | null
+  /** The attempt in flight (or last interrupted) at that node, if any. */
+  readonly currentAttemptId: string | null
   /** The request the model can answer right now, if any. */
   readonly openRequestId: string | null
   /** Node visits with an outcome so far, and the limit. */
   readonly steps: number
   readonly maxSteps: number
   readonly parkedReason: string | null
+  /**
+   * What the state means now, in the words people are shown (`running`, `parked (shutdown)`,
+   * `held (Escape)`, `orphaned (owner session gone)`, …: domain/run-condition.ts).
+   */
+  readonly condition: string
   readonly pauseRequested: boolean
   /** Cancellation was asked of a runner in another process; it applies at its next renewal. */
   readonly cancelRequested: "agent" | "user" | null
@@ -207,17 +216,22 @@ export interface StepView {
   /** Why the attempt stopped without an outcome (parked, taken over). */
   readonly interrupted: string | null
   readonly timeoutMs: number | null
+  /** The limit counted from when the visit it continues began (ISO), or null without a limit. */
+  readonly deadlineAt: string | null
   readonly startedAt: string
   readonly endedAt: string | null
 }
 
 export interface RunStatus extends RunSummary {
   readonly stepRecords: ReadonlyArray<StepView>
+  /** The deadline of the step in flight (ISO), or null: none in flight, or no limit. */
+  readonly deadlineAt: string | null
   /** Durable run events: a lost successor-turn guarantee, a presentation that reached the session. */
   readonly events: ReadonlyArray<{ readonly kind: string; readonly message: string; readonly at: string }>
 }
 
-export const summarize = (run: RunRecord, now: number): RunSummary => ({
+/** `remindersSent`: step reminders sent for the attempt of the run's open request (0: none known). */
+export const summarize = (run: RunRecord, now: number, remindersSent = 0): RunSummary => ({
   runId: run.runId,
   workflowName: run.workflowName,
   workflowRef: run.workflowRef,
@@ -226,10 +240,12 @@ export const summarize = (run: RunRecord, now: number): RunSummary => ({
   origin: run.origin,
   targetSessionId: run.targetSessionId,
   currentNodeId: run.currentNodeId,
+  currentAttemptId: run.currentAttemptId,
   openRequestId: run.openRequestId,
   steps: run.stepCount,
   maxSteps: run.maxSteps,
   parkedReason: run.parkedReason,
+  condition: conditionLabel(runCondition(run, now, remindersSent)),
   pauseRequested: run.pauseRequested,
   cancelRequested: run.cancelRequested,
   claimed: run.claimToken !== null && (run.claimExpiresAt ?? 0) > now,
@@ -240,15 +256,35 @@ export const summarize = (run: RunRecord, now: number): RunSummary => ({
   endedAt: run.endedAt
 })
 
-export const stepView = (step: StepRecord): StepView => ({
-  seq: step.seq,
-  nodeId: step.nodeId,
-  attemptId: step.attemptId,
-  outcome: step.outcome,
-  ...Option.match(step.output, { onNone: () => ({}), onSome: (output) => ({ output }) }),
-  error: step.error,
-  interrupted: step.interrupted,
-  timeoutMs: step.timeoutMs,
-  startedAt: step.startedAt,
-  endedAt: step.endedAt
+const isoOrNull = (millis: number | null): string | null =>
+  millis === null ? null : new Date(millis).toISOString()
+
+/** A run's steps as the status shows them, each with its deadline (domain/step-deadline.ts). */
+export const stepViews = (steps: ReadonlyArray<StepRecord>): ReadonlyArray<StepView> =>
+  steps.map((step, index) => ({
+    seq: step.seq,
+    nodeId: step.nodeId,
+    attemptId: step.attemptId,
+    outcome: step.outcome,
+    ...Option.match(step.output, { onNone: () => ({}), onSome: (output) => ({ output }) }),
+    error: step.error,
+    interrupted: step.interrupted,
+    timeoutMs: step.timeoutMs,
+    deadlineAt: isoOrNull(stepDeadline(steps, index)),
+    startedAt: step.startedAt,
+    endedAt: step.endedAt
+  }))
+
+/** The status of a run: its summary, its steps and the deadline still ahead of it. */
+export const runStatus = (
+  run: RunRecord,
+  steps: ReadonlyArray<StepRecord>,
+  events: ReadonlyArray<RunStatus["events"][number]>,
+  now: number,
+  remindersSent = 0
+): RunStatus => ({
+  ...summarize(run, now, remindersSent),
+  stepRecords: stepViews(steps),
+  deadlineAt: isoOrNull(currentDeadline(steps)),
+  events
 })

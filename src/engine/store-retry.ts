@@ -4,7 +4,7 @@
  * - `typedStore`: a store call that throws (a bug, a broken driver) is the typed `StoreFailure`
  *   it stands for, never a defect, so every caller handles it like any other store failure
  *   (a readable reply, a logged renewal failure, a runner that keeps its claim).
- * - `withLockRetries`: the runner's fenced writes (`startStep`, `openRequest`,
+ * - `withLockRetries`: the runner's fenced writes (`startStep`, `recordLimit`, `openRequest`,
  *   `clearInterruption`, `submit`, `settle`), retried on `TimingPolicy.storeRetry` while another
  *   process holds the database's write lock past the busy budget. Only lock failures are retried
  *   here: a write before an outcome answers any other failure to its caller.
@@ -75,6 +75,7 @@ export const typedStore = (store: RunStoreService): RunStoreService => aroundEac
 /** The runner's fenced writes: lock failures retried (see the module comment). */
 const LOCK_RETRIED: ReadonlySet<string> = new Set<keyof RunStoreService>([
   "startStep",
+  "recordLimit",
   "openRequest",
   "clearInterruption",
   "submit",

@@ -6,10 +6,10 @@
  * A step's timeout is a durable deadline: when a run is taken over (its owner died or its lease
  * ran out), the visit the new runner starts for the step that was in flight continues that
  * visit, so its limit counts from when the *first* attempt of the step started (the step rows'
- * `started_at`), not from the takeover (`deadlineOrigin`, `remainingMs`: pure, no clock reads).
+ * `started_at`), not from the takeover (`deadlineOrigin` in domain/step-deadline.ts, `remainingMs`:
+ * pure, no clock reads).
  */
 import { Clock, Duration, Effect, Either } from "effect"
-import type { StepRecord } from "../store/run-store.ts"
 import type { StepContext, TimeoutMs } from "./definition.ts"
 import { TIMEOUT_CALLBACK_LIMIT_MS, TimeoutCallbackFailed } from "./errors.ts"
 
@@ -119,29 +119,8 @@ export const sleepMillis = (ms: number): Effect.Effect<void> =>
     return loop
   })
 
-/** The `interrupted` reason a takeover writes on the attempt it closes (the durable marker). */
-export const SUPERSEDED = "superseded: the run was taken over"
-
-/** An attempt the takeover continues: superseded already, or still in flight (about to be). */
-const continued = (step: StepRecord) =>
-  step.interrupted === SUPERSEDED || (step.outcome === null && step.interrupted === null)
-
-/**
- * When the visit of `nodeId` that a takeover continues started, in epoch milliseconds, or null
- * when the run does not continue a visit of that node (a fresh visit: its limit starts now).
- * Walks back over the trailing attempts of the node that earlier takeovers superseded, so a
- * chain of crashes never extends the deadline.
- */
-export const deadlineOrigin = (steps: ReadonlyArray<StepRecord>, nodeId: string): number | null => {
-  let origin: number | null = null
-  for (let i = steps.length - 1; i >= 0; i--) {
-    const step = steps[i]
-    if (step === undefined || step.nodeId !== nodeId || !continued(step)) break
-    const started = Date.parse(step.startedAt)
-    if (Number.isFinite(started)) origin = started
-  }
-  return origin
-}
+// The durable deadline of a step (what a takeover continues) is pure domain data.
+export { deadlineOrigin, SUPERSEDED } from "../domain/step-deadline.ts"
 
 /** What is left of a `timeoutMs` limit that started at `origin` (null: starts now), never negative. */
 export const remainingMs = (timeoutMs: number, origin: number | null, now: number): number =>

@@ -2,7 +2,8 @@
  * One node visit: resolve its timeout, run the compute function or send the agent prompt and
  * wait for the submission, all raced against the run's stop signal. Stopping, parking, timing
  * out or losing the claim aborts the context's AbortSignal. The only durable writes here are
- * the request row and the "natural successor sent" mark; settling is the runner's job.
+ * the step's resolved limit, the request row and the "natural successor sent" mark; settling is
+ * the runner's job.
  *
  * And the submission that answers an agent visit: `{action: "submit", requestId, output}` from
  * the `workflow` tool. Unknown, stale, cross-run, duplicate and invalid submissions are rejected
@@ -179,6 +180,24 @@ const progressReporter = (deps: RunnerDeps, run: ActiveRun, visit: VisitState) =
     return Runtime.runPromise(runtime)(report)
   })
 
+/**
+ * The resolved limit on the step row at once, so every view shows the step's limit and deadline
+ * while it is in flight (the outcome write records it again). Only for display: a store failure
+ * is logged and the visit goes on; a lost claim stops the runner as any fenced write does.
+ */
+const recordLimit = (deps: RunnerDeps, run: ActiveRun, visit: VisitState, timeoutMs: number | null) =>
+  timeoutMs === null
+    ? Effect.void
+    : deps.store
+        .recordLimit(run.fence, { attemptId: visit.attemptId, timeoutMs })
+        .pipe(
+          Effect.catchTag("StoreFailure", (error) =>
+            Effect.logWarning(
+              `workflow run ${run.runId}: the step's limit is not on its row yet: ${error.message}`
+            )
+          )
+        )
+
 const runNode = (deps: RunnerDeps, run: ActiveRun, visit: VisitState) =>
   Effect.suspend(() => {
     const controller = new AbortController()
@@ -199,6 +218,7 @@ const runNode = (deps: RunnerDeps, run: ActiveRun, visit: VisitState) =>
       if (Either.isLeft(limit)) return failed(limit.left.message)
       const timeoutMs = limit.right
       yield* updateVisit(run, visit.attemptId, (v) => ({ ...v, timeoutMs }))
+      yield* recordLimit(deps, run, visit, timeoutMs)
       const work =
         visit.node.type === "compute"
           ? compute(visit.node, context)

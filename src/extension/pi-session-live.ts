@@ -76,7 +76,8 @@ export const makePiBridge = (pi: ExtensionAPI, settleMark: SettleMark = makeSett
     abort: Effect.sync(() => ctx?.abort()),
     lifecycle: Effect.sync(() => flags),
     notify: (text, level) => Effect.sync(() => notifyUser(ctx, text, level)),
-    showStatus: (key, text) => Effect.sync(() => showStatusLine(ctx, key, text))
+    showStatus: (key, text) => Effect.sync(() => showStatusLine(ctx, key, text)),
+    terminalUi: Effect.sync(() => ctx?.hasUI === true && ctx.mode === "tui")
   })
 
   return {

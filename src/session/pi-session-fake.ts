@@ -54,6 +54,8 @@ export interface FakeOptions {
   readonly busy?: boolean
   /** Model Pi losing messages sent into an aborting turn (default true). */
   readonly loseSendsWhileAborting?: boolean
+  /** Report Pi's interactive terminal UI (`PiSession.terminalUi`; default false, as in RPC mode). */
+  readonly terminalUi?: boolean
 }
 
 export interface PiSessionFakeControl {
@@ -259,7 +261,8 @@ export const makeFake = (
           if (text === undefined) statusLines.delete(key)
           else statusLines.set(key, text)
           return { ...s, statusLines }
-        })
+        }),
+      terminalUi: Effect.succeed(options.terminalUi === true)
     }
 
     const settle: PiSessionFakeControl["settle"] = (settleOptions) =>

@@ -78,6 +78,12 @@ export interface PiSessionService {
    * later call with the same key replaces it. A no-op without a UI.
    */
   readonly showStatus: (key: string, text: string | undefined) => Effect.Effect<void>
+  /**
+   * True while Pi runs its interactive terminal UI (mode `tui`), where a live footer line is
+   * drawn; false in RPC, JSON and print modes (RPC has a UI for dialogs, not a terminal), and
+   * before Pi gave the session a context.
+   */
+  readonly terminalUi: Effect.Effect<boolean>
 }
 
 export class PiSession extends Context.Tag("pi-workflow-turns/PiSession")<PiSession, PiSessionService>() {}

@@ -7,6 +7,7 @@
  * `readability` decides from those facts, before any store reads a table. Second, IDs by
  * prefix for the CLI's short IDs: one bounded query per table, the same on both backends; it
  * scans the table (no index serves a prefix of a digest) and returns at most `limit` IDs.
+ * Third, the step reminders sent per attempt (`remindersSent`), for the run conditions shown.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Schema } from "effect"
@@ -224,3 +225,26 @@ export const IdPrefixes = Effect.map(SqlClient.SqlClient, (sql) => ({
     idsWithPrefix(sql, table, prefix, limit),
   sessionsWithPrefix: (prefix: string, limit: number) => sessionsWithPrefix(sql, prefix, limit)
 }))
+
+// --- Step reminders ------------------------------------------------------------------------------
+
+/**
+ * Step reminders (ordinals 1–2 of `workflow_step_reminders`) sent per attempt, for the attempts
+ * given (a listing's current attempts): one query, the same on both backends.
+ */
+export const remindersSent = (
+  attemptIds: ReadonlyArray<string>
+): Effect.Effect<ReadonlyMap<string, number>, StoreFailure, SqlClient.SqlClient> =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => {
+    const ids = [...new Set(attemptIds)]
+    if (ids.length === 0) return Effect.succeed(new Map<string, number>())
+    return sql<{ readonly attempt_id: string; readonly reminders: number | string }>`SELECT attempt_id,
+        COUNT(*) AS reminders FROM workflow_step_reminders
+        WHERE ordinal <= 2 AND ${sql.in("attempt_id", ids)} GROUP BY attempt_id`.pipe(
+      Effect.map(
+        (rows): ReadonlyMap<string, number> =>
+          new Map(rows.map((row) => [String(row.attempt_id), Number(row.reminders)] as const))
+      ),
+      asStoreFailure("list")
+    )
+  })

@@ -233,6 +233,19 @@ export const make = Effect.gen(function* () {
       return { pauseRequested: row.pause_requested === 1, cancelRequested: row.cancel_requested }
     }).pipe(asStoreFailure("renew"))
 
+  // One conditional statement (no transaction), like the abort-time writes: the step must be open
+  // and its run still claimed by the token, or nothing changes and the claim counts as lost.
+  const recordLimit: RunStoreService["recordLimit"] = (fence, input) =>
+    Effect.gen(function* () {
+      const rows = yield* waitingForLocks(db)(sql`UPDATE workflow_steps SET timeout_ms = ${input.timeoutMs}
+          WHERE attempt_id = ${input.attemptId} AND run_id = ${fence.runId}
+            AND outcome IS NULL AND interrupted IS NULL
+            AND EXISTS (SELECT 1 FROM workflow_runs r
+              WHERE r.run_id = ${fence.runId} AND r.claim_token = ${fence.token})
+          RETURNING attempt_id`)
+      if (rows.length === 0) return yield* new ClaimLost({ runId: fence.runId, operation: "recordLimit" })
+    }).pipe(asStoreFailure("recordLimit"))
+
   const recordEvent: RunStoreService["recordEvent"] = (runId, event) =>
     db
       .immediate(
@@ -260,6 +273,7 @@ export const make = Effect.gen(function* () {
     renew: traced(span("renew"), renew),
     control: traced(span("control"), reads.control),
     startStep: traced(span("startStep"), fencedWrites.startStep),
+    recordLimit: traced(span("recordLimit"), recordLimit),
     openRequest: traced(span("openRequest"), fencedWrites.openRequest),
     recordInterruption: traced(span("recordInterruption"), fencedWrites.recordInterruption),
     recordHandoff: traced(span("recordHandoff"), controlWrites.recordHandoff),

@@ -1,12 +1,19 @@
 /**
  * RunStore: durable workflow runs, step records, agent requests and the run queue. This module
- * is the service contract and its typed errors (none means anything changed); `run-store-sql.ts`
- * implements it. `reserve` enqueues (one queued/running/waiting run per origin session); `claim`
+ * is the service contract (its typed errors, none of which means anything changed, are in
+ * `run-errors.ts`); `run-store-sql.ts` implements it. `reserve` enqueues (one queued/running/waiting run per origin session); `claim`
  * takes a run with a token and a lease; `renew` extends it. Every runner write takes a `Fence`
  * and first verifies, in the same transaction, that the token still holds the claim.
  */
 import { Context, type Effect, type Option, Schema } from "effect"
 import type { Provenance, RunOrigin } from "../domain/event-policy.ts"
+import type {
+  ClaimLost,
+  ClaimRefused,
+  RequestNotOpen,
+  ReservationConflict,
+  RunNotFound
+} from "./run-errors.ts"
 import type { StoreFailure } from "./store-errors.ts"
 
 export const TerminalRunState = Schema.Literal("completed", "failed", "timed_out", "cancelled")
@@ -285,6 +292,15 @@ export interface RunStoreService {
     fence: Fence,
     input: { readonly nodeId: string; readonly attemptId: string }
   ) => Fenced<StepRecord>
+  /**
+   * The visit's resolved limit, written on its step as soon as it is known (not only when the
+   * step ends), so every view of a step in flight or parked shows its limit and deadline.
+   * Fenced: one conditional statement on the step of a run this token still claims.
+   */
+  readonly recordLimit: (
+    fence: Fence,
+    input: { readonly attemptId: string; readonly timeoutMs: number | null }
+  ) => Fenced<void>
   readonly openRequest: (
     fence: Fence,
     input: { readonly requestId: string; readonly nodeId: string; readonly attemptId: string }
@@ -344,55 +360,5 @@ export interface RunStoreService {
 
 export class RunStore extends Context.Tag("pi-workflow-turns/RunStore")<RunStore, RunStoreService>() {}
 
-export class RunNotFound extends Schema.TaggedError<RunNotFound>()("RunNotFound", { runId: Schema.String }) {
-  override get message() {
-    return `workflow run ${this.runId} does not exist`
-  }
-}
-
-/** The origin session already has a queued or active run (one active reservation per session). */
-export class ReservationConflict extends Schema.TaggedError<ReservationConflict>()("ReservationConflict", {
-  sessionId: Schema.String,
-  runId: Schema.String,
-  state: Schema.String
-}) {
-  override get message() {
-    return `session ${this.sessionId} already has workflow run ${this.runId} (${this.state}); cancel it or wait for it to end`
-  }
-}
-
-/** The runner's claim token no longer matches the row (taken over, parked, ended elsewhere): stop writing. */
-export class ClaimLost extends Schema.TaggedError<ClaimLost>()("ClaimLost", {
-  runId: Schema.String,
-  operation: Schema.String
-}) {
-  override get message() {
-    return `run ${this.runId}: this runner no longer holds the run's claim (during ${this.operation})`
-  }
-}
-
-/** A claim attempt found the run in a state it cannot be claimed from. */
-export class ClaimRefused extends Schema.TaggedError<ClaimRefused>()("ClaimRefused", {
-  runId: Schema.String,
-  state: Schema.String,
-  reason: Schema.Literal("terminal", "notQueued", "queued", "held")
-}) {
-  override get message() {
-    const why = {
-      terminal: "it has ended",
-      notQueued: "it is not queued",
-      queued: "it is still queued (activate it instead)",
-      held: "another runner holds a live claim"
-    }[this.reason]
-    return `run ${this.runId} (${this.state}) cannot be claimed: ${why}`
-  }
-}
-
-/** A request that the caller saw open was not open any more when the write ran. */
-export class RequestNotOpen extends Schema.TaggedError<RequestNotOpen>()("RequestNotOpen", {
-  requestId: Schema.String
-}) {
-  override get message() {
-    return `request ${this.requestId} is no longer open`
-  }
-}
+// The store's typed errors (their own module; named here as well, where callers look for them).
+export { ClaimLost, ClaimRefused, RequestNotOpen, ReservationConflict, RunNotFound } from "./run-errors.ts"

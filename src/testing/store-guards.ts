@@ -42,6 +42,7 @@ export const guardRunStore = (
   renew: (fence, leaseMs) => guard("renew")(store.renew(fence, leaseMs)),
   control: (fence) => guard("control")(store.control(fence)),
   startStep: (fence, input) => guard("startStep")(store.startStep(fence, input)),
+  recordLimit: (fence, input) => guard("recordLimit")(store.recordLimit(fence, input)),
   openRequest: (fence, input) => guard("openRequest")(store.openRequest(fence, input)),
   recordInterruption: (fence, p) => guard("recordInterruption")(store.recordInterruption(fence, p)),
   recordHandoff: (runId, p, options) => guard("recordHandoff")(store.recordHandoff(runId, p, options)),

@@ -149,14 +149,16 @@ describe("pi-workflow-turns in a terminal", () => {
     expect(result.code).toBe(2)
     expectOneLine(result)
     expect(result.stderr).toContain(
-      'pi-workflow-turns: --state: expected one of queued, running, waiting, completed, failed, timed_out, cancelled; got "bogus"'
+      'pi-workflow-turns: --state: expected one of queued, running, waiting, completed, failed, timed_out, cancelled, parked, orphaned, held; got "bogus"'
     )
   })
 
   it("runs --help names each option with its own description, without generic lines or built-ins", async () => {
     const help = await cli(["runs", "--help"])
     expect(help.code).toBe(0)
-    expect(help.stdout).toMatch(/--state text\n\s+only runs in this state: queued, running/)
+    expect(help.stdout).toMatch(
+      /--state text\n\s+only runs in this state \(queued, running, .*\) or condition \(parked, orphaned, held\)/
+    )
     expect(help.stdout).toMatch(/--wide\n\s+show every column in full/)
     expect(help.stdout).toMatch(/--limit integer\n\s+at most this many rows/)
     expect(help.stdout).not.toContain("A true or false value.")

@@ -155,7 +155,7 @@ describe("pi-workflow-turns (the bin)", () => {
     expect(fileHash(healthyDb)).toBe(before)
   })
 
-  it("doctor: explains stranded intents, expired claims, abandoned runs and legacy rows; deletes nothing", async () => {
+  it("doctor: explains stranded intents, expired claims, stalled runs and legacy rows; deletes nothing", async () => {
     // A legacy alpha table with one undelivered launch_failure (the current schema forbids the kind).
     const raw = new BetterSqlite(staleDb)
     raw.exec(`DROP TABLE workflow_notifications;
@@ -172,9 +172,13 @@ describe("pi-workflow-turns (the bin)", () => {
     // Retired (the user cancelled its run), so not reported as stranded.
     expect(result.stdout).not.toContain("run-user-cancelled")
     expect(result.stdout).toMatch(/delivery claim whose lease expired[\s\S]*run-claimed/)
-    expect(result.stdout).toMatch(/stopped renewing[\s\S]*run-abandoned/)
+    expect(result.stdout).toMatch(
+      /parked or orphaned[\s\S]*run-abandoned: greet at hello, orphaned \(owner session gone\)/
+    )
+    expect(result.stdout).toContain("pi --session s-3 in the project directory")
+    expect(result.stdout).toContain("/workflow resume run-abandoned")
     // Singular agreement: one of each.
-    expect(result.stdout).toContain("1 run is claimed by a runner")
+    expect(result.stdout).toContain("1 run has been parked or orphaned for more than 10m")
     expect(result.stdout).toContain("1 turn intent still carries a delivery claim")
     const json = JSON.parse((await cli(["doctor", "--db", staleDb, "--json"])).stdout)
     expect(json.healthy).toBe(false)

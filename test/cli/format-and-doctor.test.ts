@@ -108,6 +108,7 @@ describe("doctor's findings", () => {
     databasePath: "/x/db",
     now: NOW,
     staleMs: 10 * 60_000,
+    staleRunMs: 10 * 60_000,
     legacyPending: 0,
     pending: [],
     running: [],
@@ -121,7 +122,7 @@ describe("doctor's findings", () => {
       "legacyLaunchFailures",
       "staleIntents",
       "expiredIntentClaims",
-      "abandonedRuns"
+      "stalledRuns"
     ])
   })
 

@@ -1,19 +1,21 @@
 /** The SQLite databases the CLI tests read, written by the real stores. */
 import { Context, Effect, Layer, TestClock, TestContext } from "effect"
+import { USER_HOLD_REASON } from "../../src/domain/run-condition.ts"
 import { layerStores } from "../../src/app/layers.ts"
 import { RunStore } from "../../src/store/run-store.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { LaunchStore } from "../../src/store/launch-store.ts"
+import { StepReminderStore } from "../../src/store/step-reminder-store.ts"
 import { sampleFacts, sampleIntent } from "../support/fixtures.ts"
 import { newRun, resolvedIntent } from "./cli-support.ts"
 
 export const withStores = <A, E>(
   filename: string,
-  program: Effect.Effect<A, E, TurnIntentStore | RunStore>
+  program: Effect.Effect<A, E, TurnIntentStore | RunStore | StepReminderStore>
 ) =>
   Effect.scoped(
     Effect.flatMap(Layer.build(layerStores({ filename })), (context) =>
-      Effect.provide(program, Context.pick(TurnIntentStore, RunStore)(context))
+      Effect.provide(program, Context.pick(TurnIntentStore, RunStore, StepReminderStore)(context))
     )
   )
 
@@ -116,4 +118,49 @@ export const seedStale = Effect.gen(function* () {
   yield* runs.reserve(newRun("run-abandoned", "s-3"))
   yield* runs.claim({ runId: "run-abandoned", token: "dead-runner", leaseMs: 1_000, mode: "activate" })
   yield* TestClock.adjust(5_000)
+}).pipe(Effect.provide(TestContext.TestContext))
+
+/** Step limits of the runs `seedStates` writes. */
+export const EIGHT_HOURS = 8 * 3_600_000
+
+/**
+ * Runs whose stored state is not the whole story, written under a TestClock set back from the
+ * real time (so the CLI, on the real clock, sees their ages): parked at shutdown 2 h ago, a run
+ * whose owner's lease ended 1 h ago, a run the user holds after Escape, and a live run whose
+ * agent step (limit 8 h) started now.
+ */
+export const seedStates = Effect.gen(function* () {
+  const runs = yield* RunStore
+  const real = Date.now()
+  const visit = (runId: string, sessionId: string, token: string, leaseMs: number) =>
+    Effect.gen(function* () {
+      yield* runs.reserve(newRun(runId, sessionId))
+      yield* runs.claim({ runId, token, leaseMs, mode: "activate" })
+      const fence = { runId, token }
+      yield* runs.startStep(fence, { nodeId: "hello", attemptId: `att-${runId}` })
+      yield* runs.recordLimit(fence, { attemptId: `att-${runId}`, timeoutMs: EIGHT_HOURS })
+      return fence
+    })
+  const park = (fence: { runId: string; token: string }, reason: string) =>
+    runs.settle(fence, {
+      attemptId: `att-${fence.runId}`,
+      step: { _tag: "Interrupted", reason: `parked: ${reason}` },
+      closeRequest: "parked",
+      next: { _tag: "Park", reason }
+    })
+  yield* TestClock.setTime(real - 2 * 3_600_000)
+  yield* park(yield* visit("run-parked", "s-parked", "t-parked", 60_000), "shutdown")
+  yield* TestClock.setTime(real - 3_600_000 - 60_000)
+  yield* visit("run-orphan", "s-orphan", "t-dead", 60_000)
+  yield* TestClock.setTime(real - 30 * 60_000)
+  yield* park(yield* visit("run-held", "s-held", "t-held", 60_000), USER_HOLD_REASON)
+  yield* runs.requestPause("run-held")
+  yield* TestClock.setTime(real)
+  yield* visit("run-flight", "s-flight", "t-live", 3_600_000)
+  // A live run whose model ended its turn twice without submit: two reminders sent.
+  const waiting = yield* visit("run-waiting", "s-waiting", "t-waiting", 3_600_000)
+  const ids = { runId: "run-waiting", nodeId: "hello", attemptId: "att-run-waiting", requestId: "req-w" }
+  yield* runs.openRequest(waiting, ids)
+  const reminders = yield* StepReminderStore
+  for (const ordinal of [1, 2] as const) yield* reminders.take({ ...ids, sessionId: "s-waiting", ordinal })
 }).pipe(Effect.provide(TestContext.TestContext))

@@ -32,6 +32,9 @@ describe("cut texts are redacted first", () => {
         steps: 1,
         maxSteps: 10,
         parkedReason: null,
+        condition: "failed",
+        stepRecords: [],
+        deadlineAt: null,
         error: null,
         padding: "a".repeat(padding),
         note: TOKEN
@@ -40,7 +43,7 @@ describe("cut texts are redacted first", () => {
     const probe = JSON.stringify(statusWith(0), null, 2)
     const padding = 16_000 - 10 - probe.indexOf(TOKEN)
     expect(JSON.stringify(statusWith(padding), null, 2).indexOf(TOKEN)).toBe(16_000 - 10)
-    const text = describeStatus(statusWith(padding))
+    const text = describeStatus(statusWith(padding), 0)
     expect(text).toContain("…[truncated]")
     expect(text).not.toContain("ghp_")
   })

@@ -255,6 +255,31 @@ describe("RunStore (SQLite)", () => {
       })
   )
 
+  it.scoped("recordLimit: the limit on the step in flight, under the claim only", () =>
+    Effect.gen(function* () {
+      const store = yield* openStore(yield* freshLocation)
+      yield* store.reserve(newRun("r1"))
+      yield* store.claim({ runId: "r1", token: "t", leaseMs: 60_000, mode: "activate" })
+      const fence = { runId: "r1", token: "t" }
+      yield* store.startStep(fence, { nodeId: "first", attemptId: "att-1" })
+      yield* store.recordLimit(fence, { attemptId: "att-1", timeoutMs: 28_800_000 })
+      expect((yield* store.steps("r1")).map((s) => [s.outcome, s.timeoutMs])).toEqual([[null, 28_800_000]])
+      // Another token, or a step that ended: nothing written, the claim counts as lost.
+      const stale = yield* Effect.flip(
+        store.recordLimit({ runId: "r1", token: "old" }, { attemptId: "att-1", timeoutMs: 1 })
+      )
+      expect(stale._tag).toBe("ClaimLost")
+      yield* store.settle(fence, {
+        attemptId: "att-1",
+        step: { _tag: "Interrupted", reason: "parked: shutdown" },
+        next: { _tag: "Park", reason: "shutdown" }
+      })
+      const parked = yield* Effect.flip(store.recordLimit(fence, { attemptId: "att-1", timeoutMs: 1 }))
+      expect(parked._tag).toBe("ClaimLost")
+      expect((yield* store.steps("r1")).map((s) => s.timeoutMs)).toEqual([28_800_000])
+    })
+  )
+
   it.scoped("submit answers the request and ends the step ok in one transaction", () =>
     Effect.gen(function* () {
       const store = yield* openStore(yield* freshLocation)

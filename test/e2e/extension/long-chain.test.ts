@@ -5,7 +5,7 @@
  * presentation was appended. Judged by the order of what Pi wrote, not by a time bound.
  */
 import { describe, expect, it } from "vitest"
-import { isCustomMessageEnd, type RpcRecord } from "../harness/rpc-records.ts"
+import { isCustomMessageEnd } from "../harness/rpc-records.ts"
 import { PRESENTATION } from "./lab.ts"
 import { startScenario } from "./support.ts"
 

@@ -98,3 +98,12 @@ export const GREET = `export default {
   edges: []
 }
 `
+
+/** One agent step with an 8-hour limit: a step that stays in flight while the test looks at it. */
+export const SLOW = `export default {
+  name: "slow",
+  startAt: "ask",
+  nodes: { ask: { type: "agent", prompt: "Take your time: answer {\\"done\\": true}.", timeoutMs: 28800000 } },
+  edges: []
+}
+`
