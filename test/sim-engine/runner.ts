@@ -270,6 +270,25 @@ export const runEngineSchedule = async (
       if (s.customType === "pi-workflows-deferred-turn" && (s.shuttingDown || s.userHold)) {
         violations.push(`fallback sent at step ${s.step} during ${s.shuttingDown ? "shutdown" : "user hold"}`)
       }
+      // 8. no step reminder during shutdown or hold either
+      if (s.customType === "pi-workflows-step-reminder" && (s.shuttingDown || s.userHold)) {
+        violations.push(`reminder sent at step ${s.step} during ${s.shuttingDown ? "shutdown" : "user hold"}`)
+      }
+    }
+    // 9. at most 2 step reminders per step attempt, each ordinal once (duplicates count as such)
+    const reminders = new Map<string, Array<string>>()
+    for (const m of branch) {
+      if (m.customType !== "pi-workflows-step-reminder") continue
+      const attempt = field(m.details, "attemptId") ?? "?"
+      const ordinal =
+        typeof m.details === "object" && m.details !== null && "reminder" in m.details
+          ? String(m.details.reminder)
+          : "?"
+      reminders.set(attempt, [...(reminders.get(attempt) ?? []), ordinal])
+    }
+    for (const [attempt, ordinals] of reminders) {
+      if (ordinals.length > 2 || new Set(ordinals).size !== ordinals.length)
+        violations.push(`attempt ${short(attempt)}: duplicate reminders ${ordinals.join(",")}`)
     }
     return {
       seed: schedule.seed,
@@ -284,6 +303,7 @@ export const runEngineSchedule = async (
         natural: intents.filter((i) => i.resolution === "workflowPrompt" || i.resolution === "presentation")
           .length,
         sends: sends.length,
+        reminders: [...reminders.values()].reduce((n, o) => n + o.length, 0),
         drainRounds: rounds
       }
     }

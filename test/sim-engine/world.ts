@@ -206,7 +206,7 @@ export const makeWorld = (
         }
         yield* fake.settle({ aborted })
         for (const proc of procsNow) {
-          const after = provide(proc, afterSettle(held)).pipe(
+          const after = provide(proc, afterSettle(held, { aborted })).pipe(
             Effect.ensuring(
               Effect.suspend(() => {
                 proc.settling--
