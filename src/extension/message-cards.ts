@@ -15,6 +15,7 @@ import {
   AGENT_STEP_TYPE,
   DEFERRED_TURN_TYPE,
   NOTIFICATION_TYPE,
+  REMINDER_TYPE,
   PRESENTATION_TYPE
 } from "../domain/message-types.ts"
 
@@ -149,6 +150,26 @@ export const notificationLines = (message: { content: unknown; details?: unknown
   return [{ tone: "muted", text: `${mark} ${sanitizeLine(contentText(message.content), 300)}` }]
 }
 
+/** A step reminder: one line (which reminder, step and run), expanded to the whole message. */
+export const reminderLines = (
+  message: { content: unknown; details?: unknown },
+  expanded: boolean
+): CardLine[] => {
+  const node = sanitizeLine(field(message.details, "nodeId") ?? "step", 60) || "step"
+  const run = sanitizeLine(field(message.details, "runId") ?? "?", 80)
+  const reminder =
+    typeof message.details === "object" && message.details !== null && "reminder" in message.details
+      ? String(message.details.reminder)
+      : "?"
+  const lines: CardLine[] = [
+    { tone: "warning", text: `⏵ Step reminder ${reminder} of 2 · ${node} · run ${run}` }
+  ]
+  if (expanded)
+    for (const line of sanitizeBlock(contentText(message.content)).split("\n"))
+      lines.push({ tone: "text", text: line })
+  return lines
+}
+
 /*
  * Registers the extension's message cards with Pi's TUI (no effect in RPC/print modes): the
  * workflow turn card for deferred turns and presentations (whose terminal decision block would
@@ -178,6 +199,7 @@ const renderWith =
 export const RENDERERS: ReadonlyArray<readonly [string, Lines]> = [
   ...CARD_TYPES.map((type) => [type, cardLines] as const),
   [AGENT_STEP_TYPE, stepCardLines],
+  [REMINDER_TYPE, reminderLines],
   [NOTIFICATION_TYPE, notificationLines]
 ]
 

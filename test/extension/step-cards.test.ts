@@ -1,7 +1,13 @@
 /** The step card and the one-line notification: bounded, sanitized, and never a raw type name. */
 import { describe, expect, it } from "vitest"
 import { agentStepMessage } from "../../src/engine/messages.ts"
-import { RENDERERS, notificationLines, stepCardLines } from "../../src/extension/message-cards.ts"
+import { reminderMessage } from "../../src/domain/step-reminder.ts"
+import {
+  RENDERERS,
+  notificationLines,
+  reminderLines,
+  stepCardLines
+} from "../../src/extension/message-cards.ts"
 
 const step = agentStepMessage({
   workflowName: "release",
@@ -60,7 +66,31 @@ describe("renderers", () => {
       "pi-workflows-agent-step",
       "pi-workflows-deferred-turn",
       "pi-workflows-notification",
-      "pi-workflows-presentation"
+      "pi-workflows-presentation",
+      "pi-workflows-step-reminder"
     ])
+  })
+})
+
+describe("the reminder card", () => {
+  const reminder = reminderMessage(
+    {
+      runId: "run-1",
+      workflowName: "release",
+      nodeId: "draft\u202e",
+      attemptId: "a-1",
+      requestId: "req-1",
+      deadline: null
+    },
+    2,
+    0
+  )
+  it("collapsed: one warning line; expanded: the whole message the model read", () => {
+    expect(reminderLines(reminder, false)).toEqual([
+      { tone: "warning", text: "⏵ Step reminder 2 of 2 · draft · run run-1" }
+    ])
+    const expanded = reminderLines(reminder, true).map((line) => line.text)
+    expect(expanded.join("\n")).toContain('"requestId": "req-1"')
+    expect(expanded.join("\n")).toContain("This is the last reminder")
   })
 })
