@@ -15,6 +15,7 @@ export const POSTGRES_SUITES = [
   "test/store/postgres-timeouts.test.ts",
   "test/store/pg-migration-race.test.ts",
   "test/engine/run-store.test.ts",
+  "test/store/run-adoption.test.ts",
   "test/engine/run-end.test.ts",
   "test/interruption/covered-claim-loss.test.ts",
   "test/notifications/notifications.test.ts",
