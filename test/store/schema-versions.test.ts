@@ -118,7 +118,7 @@ describe("schema versions (SQLite)", () => {
       expect(error._tag).toBe("StoreFailure")
       expect(error.message).toContain("older schema version")
       expect(error.message).toContain(
-        "1_controller_store_v1, 2_turn_intent_cause_completed, 3_run_end_facts, 4_run_snapshots, 6_run_event_adopted"
+        "1_controller_store_v1, 2_turn_intent_cause_completed, 3_run_end_facts, 4_run_snapshots, 5_step_reminders, 6_run_event_adopted"
       )
       expect(yield* snapshotSchema(path)).toEqual(before)
       // A writable open adopts it; read-only opens then succeed.
