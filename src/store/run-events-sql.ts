@@ -3,7 +3,7 @@
  * append-only): its row shape and strict decoding, the one statement that appends an event, and
  * schema version 6 (both backends), which adds the kind `adopted` and its facts (`data_json`).
  */
-import type * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Schema } from "effect"
 import { AdoptionFacts, type RunEvent, RunEventKind } from "./run-store.ts"
 
@@ -75,3 +75,8 @@ export const adoptedEventsPg = (textType: string): ReadonlyArray<string> => [
   `ALTER TABLE workflow_run_events ADD COLUMN data_json ${textType}
     CHECK (data_json IS NULL OR octet_length(data_json) <= 65536)`
 ]
+
+/** Version 6 on SQLite, as the Migrator runs it (`schema.ts`). */
+export const runEventAdopted = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  Effect.forEach(adoptedEventsSqlite, (statement) => sql.unsafe(statement), { discard: true })
+)

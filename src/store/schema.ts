@@ -19,7 +19,7 @@ import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type * as SqlError from "@effect/sql/SqlError"
 import { Effect, Option, Schema } from "effect"
-import { adoptedEventsSqlite } from "./run-events-sql.ts"
+import { runEventAdopted } from "./run-events-sql.ts"
 import { backfillRunEnds, runEndColumns, runSchemaStatements, terminalImmutable } from "./run-rows.ts"
 import { StoreFailure } from "./store-errors.ts"
 
@@ -253,11 +253,6 @@ export const stepRemindersTable = (type: string): ReadonlyArray<string> => [
 
 const stepReminders = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   Effect.forEach(stepRemindersTable("TEXT"), (statement) => sql.unsafe(statement), { discard: true })
-)
-
-/** Version 6 (both backends): run event kind `adopted` and its facts (`run-events-sql.ts`). */
-const runEventAdopted = Effect.flatMap(SqlClient.SqlClient, (sql) =>
-  Effect.forEach(adoptedEventsSqlite, (statement) => sql.unsafe(statement), { discard: true })
 )
 
 /** The migrations, by `<id>_<name>`, for `Migrator.fromRecord`. Never renumber or edit a shipped one. */

@@ -201,7 +201,7 @@ describe("RunStore.adopt", () => {
         yield* intents.release({ intentId: inFlight.intentId, token: "c1" })
         yield* runs.adopt({ runId: "r1", token: "t2", leaseMs: 1_000, sessionId: "s2" })
         yield* TestClock.adjust("2 seconds")
-      yield* runs.cancel("r1", "user")
+        yield* runs.cancel("r1", "user")
         const ended = yield* Effect.flip(
           runs.adopt({ runId: "r1", token: "t3", leaseMs: 1_000, sessionId: "s4" })
         )
