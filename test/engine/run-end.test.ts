@@ -36,15 +36,9 @@ const rawExec = (location: string, statements: ReadonlyArray<string>) =>
         }
       })
 
-/**
- * Back to the shape before schema version 5 (step reminders) and 6 (run event kind `adopted`):
- * the Migrator runs a version only when no later one is recorded.
- */
-const beforeVersion5 = (location: string): ReadonlyArray<string> => [
-  ...(isPgLocation(location) ? ["ALTER TABLE workflow_run_events DROP COLUMN data_json"] : []),
-  "DROP TABLE workflow_step_reminders",
-  "DELETE FROM effect_sql_migrations WHERE migration_id IN (5, 6)"
-]
+/** Back to the shape before schema version 6 on PostgreSQL (SQLite's rebuild runs again as it is). */
+const beforeVersion6 = (location: string): ReadonlyArray<string> =>
+  isPgLocation(location) ? ["ALTER TABLE workflow_run_events DROP COLUMN data_json"] : []
 
 /**
  * Back to the shape before schema version 4: the snapshot in the run row, no snapshots table,
@@ -53,7 +47,7 @@ const beforeVersion5 = (location: string): ReadonlyArray<string> => [
 const beforeVersion4 = (location: string): ReadonlyArray<string> => {
   const pg = isPgLocation(location)
   return [
-    ...beforeVersion5(location),
+    ...beforeVersion6(location),
     `ALTER TABLE workflow_runs ADD COLUMN snapshot_json TEXT${pg ? ' COLLATE "C"' : ""} NOT NULL DEFAULT ''`,
     pg
       ? "ALTER TABLE workflow_runs DISABLE TRIGGER workflow_runs_terminal_immutable"
