@@ -9,6 +9,7 @@
 import { Clock, Effect, Either, Option } from "effect"
 import { MAX_JSON_DEPTH, nestsDeeperThan, tooDeep, clipCodePoints as clip } from "../domain/text.ts"
 import { Engine } from "../engine/engine.ts"
+import { summarize } from "../engine/messages.ts"
 import { WorkflowRegistry } from "../engine/registry.ts"
 import { Notifications } from "../notifications/notifications.ts"
 import { oneLine } from "../notifications/notifier.ts"
@@ -17,6 +18,8 @@ import { RunStore } from "../store/run-store.ts"
 import { MAX_ERROR_CHARS, quote } from "./input-bounds.ts"
 import {
   cancelledWithTurn,
+  describeAdoption,
+  describeProjectRuns,
   describeRun,
   failed,
   ok,
@@ -28,12 +31,13 @@ import { withReminders } from "./reminded.ts"
 import { type ActionServices, NoActiveRun, runTool, targetRun } from "./tool.ts"
 
 export type CommandInput =
-  | { readonly _tag: "list" }
+  /** `all`: the project's runs across sessions (`list --all`); otherwise the loaded workflows. */
+  | { readonly _tag: "list"; readonly all?: boolean }
   | { readonly _tag: "start"; readonly workflow: string; readonly input: unknown }
   | { readonly _tag: "status" | "cancel" | "pause" | "resume"; readonly runId: string | undefined }
 
 export const COMMAND_USAGE =
-  "usage: /workflow list | start <name> [json input] | status [runId] | cancel [runId] | pause [runId] | resume [runId]"
+  "usage: /workflow list [--all] | start <name> [json input] | status [runId] | cancel [runId] | pause [runId] | resume [runId]"
 
 export const parseCommand = (args: string): Either.Either<CommandInput, string> => {
   const trimmed = args.trim()
@@ -42,6 +46,7 @@ export const parseCommand = (args: string): Either.Either<CommandInput, string> 
   switch (verb) {
     case "":
     case "list":
+      if (rest === "--all") return Either.right({ _tag: "list", all: true })
       return rest === "" ? Either.right({ _tag: "list" }) : Either.left(COMMAND_USAGE)
     case "start": {
       const [workflow] = restParts
@@ -103,8 +108,17 @@ export const runCommand = (input: CommandInput): Effect.Effect<CommandReply, nev
     const engine = yield* Engine
     const sessionId = yield* (yield* PiSession).sessionId
     switch (input._tag) {
-      case "list":
-        return reply(yield* runTool({ _tag: "list" }))
+      case "list": {
+        if (input.all !== true) return reply(yield* runTool({ _tag: "list" }))
+        const runs = yield* (yield* RunStore).list({ limit: MAX_RUNS + 1 })
+        const at = yield* Clock.currentTimeMillis
+        const shown = runs.slice(0, MAX_RUNS).map((run) => summarize(run, at))
+        return reply(
+          ok(describeProjectRuns(shown, sessionId, at, runs.length > MAX_RUNS), {
+            runs: shown.map((run) => ({ runId: run.runId, sessionId: run.targetSessionId, state: run.state }))
+          })
+        )
+      }
       case "start": {
         const run = yield* engine.start({
           workflow: input.workflow,
@@ -170,11 +184,17 @@ export const runCommand = (input: CommandInput): Effect.Effect<CommandReply, nev
         )
       }
       case "resume": {
+        // Without a run ID: this session's run. With one: another session's run is adopted here.
         const runId = yield* targetRun(engine, sessionId, input.runId)
-        const resumed = yield* engine.resume(runId)
-        return reply(ok(`Resumed ${describeRun(resumed)}${ownerNote(resumed, sessionId)}`), {
-          releaseHold: true
-        })
+        const adopted = yield* engine.adopt(runId, sessionId)
+        const { adoption } = adopted
+        return reply(
+          ok(
+            describeAdoption(adopted),
+            adoption === null ? { runId } : { runId, adoptedFrom: adoption.fromSessionId, adoption }
+          ),
+          { releaseHold: true }
+        )
       }
     }
   }).pipe(
@@ -215,8 +235,8 @@ export const SUBCOMMANDS: ReadonlyArray<readonly [string, string]> = [
   ["start", "start a workflow: start <name> [json input]"],
   ["cancel", "stop a run; no model turn follows"],
   ["pause", "hold a run at its next step boundary"],
-  ["resume", "continue a held or paused run"],
-  ["list", "the loaded workflows"]
+  ["resume", "continue a held or paused run; adopt another session's parked run"],
+  ["list", "the loaded workflows; list --all: the project's runs"]
 ]
 
 const RUN_VERBS = new Set(["status", "cancel", "pause", "resume"])
@@ -234,6 +254,7 @@ export const commandCompletions = (prefix: string) =>
     }
     if (words.length > 2) return []
     const [verb = "", typed = ""] = words
+    if (verb === "list") return "--all".startsWith(typed) ? [{ value: "list --all", label: "--all" }] : []
     if (verb === "start") {
       const workflows = yield* (yield* WorkflowRegistry).list
       return workflows

@@ -1,6 +1,6 @@
 /** Text replies for the tool and the command: short, factual, bounded. */
 import { ForeignRun } from "../domain/identity.ts"
-import type { RunStatus, RunSummary, StepView } from "../engine/engine.ts"
+import type { Adopted, RunStatus, RunSummary, StepView } from "../engine/engine.ts"
 import { InvalidWorkflowInput } from "../engine/errors.ts"
 import { redactText } from "../domain/redact.ts"
 import { clipCodePoints as clip, duration, relative } from "../domain/text.ts"
@@ -76,6 +76,38 @@ const deadlineLine = (status: RunStatus, now: number): string => {
   const step = status.stepRecords[status.stepRecords.length - 1]
   if (status.deadlineAt === null || step === undefined || step.timeoutMs === null) return ""
   return `\nStep ${step.nodeId}: limit ${duration(step.timeoutMs)}, deadline ${deadlineText(status.deadlineAt, now)}`
+}
+
+/** `/workflow resume <runId>` of another session's run: the adoption, in the user's words. */
+export const describeAdoption = ({ run, adoption }: Adopted): string => {
+  if (adoption === null) return `Resumed ${describeRun(run)}`
+  const owed = adoption.intents.length
+  const moved =
+    owed === 0 ? "" : ` ${owed === 1 ? "One owed turn" : `${owed} owed turns`} of the run moved with it.`
+  return (
+    `Adopted ${describeRun(run)} from session ${adoption.fromSessionId}: it belongs to this session now and ` +
+    `continues here (the step in flight runs again; its prompt comes to this session).${moved}`
+  )
+}
+
+/** `/workflow list --all`: the project's runs, newest first, each with its owning session and age. */
+export const describeProjectRuns = (
+  runs: ReadonlyArray<RunSummary>,
+  sessionId: string,
+  now: number,
+  more: boolean
+): string => {
+  if (runs.length === 0) return "No workflow runs in this project."
+  const lines = runs.map((run) => {
+    const owner = run.targetSessionId === sessionId ? "this session" : `session ${run.targetSessionId}`
+    return `- ${run.runId} · ${run.workflowName} · ${run.condition} · ${owner} · created ${relative(now, run.createdAt)}`
+  })
+  const older = more ? [`… older runs exist; these are the ${runs.length} newest.`] : []
+  const adoptable = runs.some((run) => run.targetSessionId !== sessionId && run.endedAt === null)
+  const hint = adoptable
+    ? ["/workflow resume <runId> takes over another session's run that no Pi runs now."]
+    : []
+  return [`Workflow runs of this project, newest first:`, ...lines, ...older, ...hint].join("\n")
 }
 
 const MAX_STATUS_JSON = 16_000

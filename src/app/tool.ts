@@ -126,7 +126,8 @@ export const targetRun = (engine: EngineService, sessionId: string, runId: strin
 /**
  * The run a tool action names: the session's active run, or the given one when this session owns
  * it. Another session's run is refused before anything is read or written for the action (a
- * run's target session never changes, so the check cannot go stale). An unknown run passes
+ * run's target session changes only when the user adopts it into another session, and then the
+ * old session's tool is refused from the next call on). An unknown run passes
  * through: the action itself says it does not exist.
  */
 const ownRun = (engine: EngineService, sessionId: string, runId: string | undefined, action: OwnedAction) =>

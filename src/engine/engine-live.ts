@@ -25,6 +25,7 @@ import {
   workflowRefOf
 } from "./active-run.ts"
 import { openStepFor } from "./open-step.ts"
+import { adopt } from "./adopt.ts"
 import { Engine, type EngineConfig, type EngineService } from "./engine.ts"
 import { InvalidRunState, InvalidWorkflowInput, RunBusy } from "./errors.ts"
 import { type RunSummary, runStatus, StepProgress, summarize } from "./messages.ts"
@@ -379,6 +380,7 @@ export const make = (config: EngineConfig = {}) =>
         return yield* signal(runId, "interrupt", { _tag: "Interrupt", reason, afterwards })
       }),
       resume,
+      adopt: adopt({ store, registry, spawn, resume, requireRun, activeRun, leaseMs: settings.leaseMs }),
       recover,
       status,
       active,

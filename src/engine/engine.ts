@@ -11,11 +11,18 @@ import type { OpenStep } from "../domain/step-reminder.ts"
 import type { ForeignRun } from "../domain/identity.ts"
 import type { StoreFailure } from "../store/store-errors.ts"
 import type { RunOrigin } from "../domain/event-policy.ts"
-import type { ClaimLost, ReservationConflict, RunNotFound, SubmitReceipt } from "../store/run-store.ts"
+import type {
+  AdoptionFacts,
+  ClaimLost,
+  ReservationConflict,
+  RunNotFound,
+  SubmitReceipt
+} from "../store/run-store.ts"
 import type {
   InvalidRunState,
   InvalidWorkflowInput,
   RunBusy,
+  RunLiveElsewhere,
   SourceChanged,
   SubmitRejected,
   WorkflowNotFound
@@ -50,6 +57,12 @@ export interface RecoverReport {
 
 type ControlError = RunNotFound | InvalidRunState | StoreFailure
 
+/** What `adopt` did: the run as it is now, and the adoption's facts (null: it was the session's already). */
+export interface Adopted {
+  readonly run: RunSummary
+  readonly adoption: AdoptionFacts | null
+}
+
 export interface EngineService {
   /** Validate and reserve a run (one queued/active run per session); it starts on `activate`. */
   readonly start: (
@@ -81,6 +94,22 @@ export interface EngineService {
   readonly resume: (
     runId: string
   ) => Effect.Effect<RunSummary, ControlError | RunBusy | SourceChanged | WorkflowNotFound>
+  /**
+   * The user's `/workflow resume` of another session's run: take it over for `sessionId` when no
+   * live process holds it (its owner quit, was killed or switched sessions). The run's target
+   * session becomes `sessionId` in the claim's transaction (its pending turn intents and
+   * notifications follow, an `adopted` event records it; `RunStore.adopt`) and the node in flight
+   * reruns here. Refused with `RunLiveElsewhere` while a live process holds it, with
+   * `ReservationConflict` while the session has another active run. A run that is already
+   * `sessionId`'s is resumed as `resume` does.
+   */
+  readonly adopt: (
+    runId: string,
+    sessionId: string
+  ) => Effect.Effect<
+    Adopted,
+    ControlError | RunBusy | RunLiveElsewhere | ReservationConflict | SourceChanged | WorkflowNotFound
+  >
   /**
    * Resume every parked or lease-expired (not waiting) run of the session, and every run whose
    * claim names an owner process on this machine that no longer exists.

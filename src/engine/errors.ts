@@ -68,6 +68,44 @@ export class RunBusy extends Schema.TaggedError<RunBusy>()("RunBusy", { runId: S
   }
 }
 
+/**
+ * `/workflow resume` of another session's run that is live elsewhere: a process holds its claim
+ * (`runner`: the owner its claim token names, when it names one) or is delivering one of its
+ * successor messages (`delivery`). Nothing was changed.
+ */
+export class RunLiveElsewhere extends Schema.TaggedError<RunLiveElsewhere>()("RunLiveElsewhere", {
+  runId: Schema.String,
+  ownerSessionId: Schema.String,
+  live: Schema.Literal("runner", "delivery"),
+  ownerHost: Schema.NullOr(Schema.String),
+  ownerPid: Schema.NullOr(Schema.Number),
+  /** When the owner's lease runs out unless it renews it (ISO 8601), if known. */
+  leaseUntil: Schema.NullOr(Schema.String)
+}) {
+  override get message() {
+    const where = `session ${this.ownerSessionId}`
+    if (this.live === "delivery") {
+      return (
+        `run ${this.runId} cannot be adopted right now: a message of the run is being delivered to ${where}; ` +
+        "try again in a few seconds. Nothing was changed."
+      )
+    }
+    const process =
+      this.ownerPid === null
+        ? "another Pi process"
+        : `Pi process ${this.ownerPid}${this.ownerHost === null ? "" : ` on host ${this.ownerHost}`}`
+    const lease =
+      this.leaseUntil === null
+        ? ""
+        : ` (its claim's lease runs to ${this.leaseUntil} and is renewed while it runs)`
+    return (
+      `run ${this.runId} is live in ${where}, run by ${process}${lease}; it cannot be adopted while it runs there. ` +
+      `Continue it in that session, or quit that Pi (the run is parked) and run /workflow resume ${this.runId} here again. ` +
+      "Nothing was changed."
+    )
+  }
+}
+
 /** The workflow changed since the run was created; the run refuses to resume or activate. */
 export class SourceChanged extends Schema.TaggedError<SourceChanged>()("SourceChanged", {
   runId: Schema.String,

@@ -35,14 +35,15 @@ export class ClaimLost extends Schema.TaggedError<ClaimLost>()("ClaimLost", {
 export class ClaimRefused extends Schema.TaggedError<ClaimRefused>()("ClaimRefused", {
   runId: Schema.String,
   state: Schema.String,
-  reason: Schema.Literal("terminal", "notQueued", "queued", "held")
+  reason: Schema.Literal("terminal", "notQueued", "queued", "held", "delivering")
 }) {
   override get message() {
     const why = {
       terminal: "it has ended",
       notQueued: "it is not queued",
       queued: "it is still queued (activate it instead)",
-      held: "another runner holds a live claim"
+      held: "another runner holds a live claim",
+      delivering: "a successor message of the run is being delivered in its session right now"
     }[this.reason]
     return `run ${this.runId} (${this.state}) cannot be claimed: ${why}`
   }

@@ -10,8 +10,6 @@ import {
   EndBy,
   EndKind,
   RunError,
-  type RunEvent,
-  RunEventKind,
   type RunRecord,
   type RequestRecord,
   RunState,
@@ -382,19 +380,3 @@ export const decodeToken = Schema.decodeUnknown(
 export const decodeFlags = Schema.decodeUnknown(
   Schema.Array(Schema.Struct({ pause_requested: Flag, cancel_requested: CancelBy }))
 )
-
-export const RunEventRow = Schema.Struct({
-  run_id: Schema.String,
-  seq: Schema.Number,
-  kind: RunEventKind,
-  message: Schema.String,
-  created_at: Schema.String
-})
-export const decodeRunEvents = Schema.decodeUnknown(Schema.Array(RunEventRow))
-export const toRunEvent = (row: typeof RunEventRow.Type): RunEvent => ({
-  runId: row.run_id,
-  seq: row.seq,
-  kind: row.kind,
-  message: row.message,
-  at: row.created_at
-})

@@ -10,17 +10,8 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type * as Statement from "@effect/sql/Statement"
 import { Clock, Effect, Layer, Option } from "effect"
 import { Database, type DatabaseOptions, type OpenError, traced, waitingForLocks } from "./database.ts"
-import {
-  decodeFlags,
-  decodeRequests,
-  decodeRunEvents,
-  decodeRuns,
-  decodeSteps,
-  toRequest,
-  toRun,
-  toRunEvent,
-  toStep
-} from "./run-rows.ts"
+import { decodeFlags, decodeRequests, decodeRuns, decodeSteps, toRequest, toRun, toStep } from "./run-rows.ts"
+import { decodeRunEvents, insertEvent, toRunEvent } from "./run-events-sql.ts"
 import {
   ClaimLost,
   ClaimRefused,
@@ -30,7 +21,8 @@ import {
   RunStore,
   type RunStoreService
 } from "./run-store.ts"
-import { clearAnsweredAbort, iso, makeControlWrites, makeFencedWrites, presentRun } from "./run-writes-sql.ts"
+import { makeAdopt, takeOver } from "./run-adopt-sql.ts"
+import { iso, makeControlWrites, makeFencedWrites, presentRun } from "./run-writes-sql.ts"
 import { asStoreFailure, StoreFailure } from "./store-errors.ts"
 
 /** A listing's row bound: at least 1, at most 1,000. */
@@ -208,12 +200,7 @@ export const make = Effect.gen(function* () {
               if (run.state === "queued") return yield* refuse("queued")
               const takeover = input.takeoverFrom !== undefined && run.claimToken === input.takeoverFrom
               if (live && !takeover) return yield* refuse("held")
-              yield* sql`UPDATE workflow_runs SET state = 'running', claim_token = ${input.token},
-                  claim_expires_at = ${expires}, claims = claims + 1, pause_requested = 0,
-                  parked_reason = NULL, updated_at = ${iso(now)}
-                WHERE run_id = ${run.runId}`
-              // The new owner's memory is read from this row: an answered abort is not outstanding.
-              yield* clearAnsweredAbort(sql, run.runId)
+              yield* takeOver(sql, run.runId, { token: input.token, expires, now })
             }
             return yield* requireRun(run.runId)
           })
@@ -252,11 +239,7 @@ export const make = Effect.gen(function* () {
         Effect.gen(function* () {
           yield* requireRun(runId)
           const now = iso(yield* Clock.currentTimeMillis)
-          const rows = yield* sql`INSERT INTO workflow_run_events (run_id, seq, kind, message, created_at)
-              VALUES (${runId},
-                (SELECT coalesce(max(seq), 0) + 1 FROM workflow_run_events WHERE run_id = ${runId}),
-                ${event.kind}, ${event.message.slice(0, 4_096)}, ${now})
-              RETURNING *`.pipe(Effect.flatMap(decodeRunEvents))
+          const rows = yield* insertEvent(sql, runId, event, now)
           const row = rows[0]
           if (row === undefined)
             return yield* new StoreFailure({ operation: "recordEvent", message: "no row" })
@@ -270,6 +253,7 @@ export const make = Effect.gen(function* () {
     reserve: traced(span("reserve"), reserve),
     nextQueued: traced(span("nextQueued"), reads.nextQueued),
     claim: traced(span("claim"), claim),
+    adopt: traced(span("adopt"), makeAdopt(sql, db, requireRun)),
     renew: traced(span("renew"), renew),
     control: traced(span("control"), reads.control),
     startStep: traced(span("startStep"), fencedWrites.startStep),

@@ -119,8 +119,21 @@ export interface RunRecord {
 }
 
 /** Durable facts about a run beside its state (see `workflow_run_events`). */
-export const RunEventKind = Schema.Literal("guaranteeLost", "presented")
+export const RunEventKind = Schema.Literal("guaranteeLost", "presented", "adopted")
 export type RunEventKind = typeof RunEventKind.Type
+
+/**
+ * The facts of an adoption (event kind `adopted`): the session the run belonged to, the one it
+ * belongs to now, the pending turn intents that moved with it (each old ID and the ID it has
+ * under the new session) and how many undelivered notifications followed.
+ */
+export const AdoptionFacts = Schema.Struct({
+  fromSessionId: Schema.String,
+  toSessionId: Schema.String,
+  intents: Schema.Array(Schema.Struct({ from: Schema.String, to: Schema.String })),
+  notifications: Schema.Number
+})
+export type AdoptionFacts = typeof AdoptionFacts.Type
 
 export interface RunEvent {
   readonly runId: string
@@ -128,6 +141,8 @@ export interface RunEvent {
   readonly kind: RunEventKind
   readonly message: string
   readonly at: string
+  /** Kind `adopted`: its facts; null for every other kind. */
+  readonly adoption: AdoptionFacts | null
 }
 
 /** What an old runner's claim-loss interruption found when it wrote its provenance. */
@@ -280,6 +295,26 @@ export interface RunStoreService {
      */
     readonly takeoverFrom?: string
   }) => Effect.Effect<RunRecord, RunNotFound | ClaimRefused | StoreFailure>
+  /**
+   * `claim` in `resume` mode for the session `sessionId` (the user adopts another session's run).
+   * In the claim's transaction the run's target session becomes `sessionId`, its pending turn
+   * intents of the old session are re-keyed under the new one (same source event, cause, node,
+   * attempt, facts and eligibility; the ID the new session derives), its undelivered
+   * notifications follow, and an `adopted` event records it. Refused as `claim` is (`held`), as
+   * `delivering` while one of those intents has a live delivery claim, and with
+   * `ReservationConflict` when the session has another queued or active run. A run that is
+   * already `sessionId`'s is claimed as `claim` does, with no event.
+   */
+  readonly adopt: (input: {
+    readonly runId: string
+    readonly token: string
+    readonly leaseMs: number
+    readonly sessionId: string
+    readonly takeoverFrom?: string
+  }) => Effect.Effect<
+    { readonly run: RunRecord; readonly adoption: AdoptionFacts | null },
+    RunNotFound | ClaimRefused | ReservationConflict | StoreFailure
+  >
   readonly renew: (fence: Fence, leaseMs: number) => Fenced<ControlFlags>
   /**
    * The runner's step-boundary check: the claim still held and its control requests, without the
@@ -345,7 +380,7 @@ export interface RunStoreService {
   /** Append a durable run event (no claim needed; the run must exist). */
   readonly recordEvent: (
     runId: string,
-    event: { readonly kind: RunEventKind; readonly message: string }
+    event: { readonly kind: Exclude<RunEventKind, "adopted">; readonly message: string }
   ) => Found<RunEvent>
   readonly events: (runId: string) => Effect.Effect<ReadonlyArray<RunEvent>, StoreFailure>
 

@@ -19,6 +19,7 @@ import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type * as SqlError from "@effect/sql/SqlError"
 import { Effect, Option, Schema } from "effect"
+import { runEventAdopted } from "./run-events-sql.ts"
 import { backfillRunEnds, runEndColumns, runSchemaStatements, terminalImmutable } from "./run-rows.ts"
 import { StoreFailure } from "./store-errors.ts"
 
@@ -260,7 +261,8 @@ export const migrations = {
   "2_turn_intent_cause_completed": turnIntentCauseCompleted,
   "3_run_end_facts": runEndFacts,
   "4_run_snapshots": runSnapshots,
-  "5_step_reminders": stepReminders
+  "5_step_reminders": stepReminders,
+  "6_run_event_adopted": runEventAdopted
 }
 
 // --- Versions (both backends) ------------------------------------------------------------------

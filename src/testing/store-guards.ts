@@ -39,6 +39,7 @@ export const guardRunStore = (
   reserve: (run) => guard("reserve")(store.reserve(run)),
   nextQueued: (sessionId) => guard("nextQueued")(store.nextQueued(sessionId)),
   claim: (input) => guard("claim")(store.claim(input)),
+  adopt: (input) => guard("adopt")(store.adopt(input)),
   renew: (fence, leaseMs) => guard("renew")(store.renew(fence, leaseMs)),
   control: (fence) => guard("control")(store.control(fence)),
   startStep: (fence, input) => guard("startStep")(store.startStep(fence, input)),

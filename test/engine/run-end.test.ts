@@ -36,6 +36,10 @@ const rawExec = (location: string, statements: ReadonlyArray<string>) =>
         }
       })
 
+/** Back to the shape before schema version 6 on PostgreSQL (SQLite's rebuild runs again as it is). */
+const beforeVersion6 = (location: string): ReadonlyArray<string> =>
+  isPgLocation(location) ? ["ALTER TABLE workflow_run_events DROP COLUMN data_json"] : []
+
 /**
  * Back to the shape before schema version 4: the snapshot in the run row, no snapshots table,
  * versions 4 and later not recorded (terminal rows' trigger off for the copy back only).
@@ -43,6 +47,7 @@ const rawExec = (location: string, statements: ReadonlyArray<string>) =>
 const beforeVersion4 = (location: string): ReadonlyArray<string> => {
   const pg = isPgLocation(location)
   return [
+    ...beforeVersion6(location),
     `ALTER TABLE workflow_runs ADD COLUMN snapshot_json TEXT${pg ? ' COLLATE "C"' : ""} NOT NULL DEFAULT ''`,
     pg
       ? "ALTER TABLE workflow_runs DISABLE TRIGGER workflow_runs_terminal_immutable"

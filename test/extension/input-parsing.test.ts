@@ -50,6 +50,7 @@ describe("/workflow command arguments", () => {
     expect(parseCommand("cancel r1")).toEqual(Either.right({ _tag: "cancel", runId: "r1" }))
     expect(parseCommand(" pause ")).toEqual(Either.right({ _tag: "pause", runId: undefined }))
     expect(parseCommand("resume r2")).toEqual(Either.right({ _tag: "resume", runId: "r2" }))
+    expect(parseCommand("list --all")).toEqual(Either.right({ _tag: "list", all: true }))
   })
 
   it("explains bad arguments", () => {
@@ -58,6 +59,7 @@ describe("/workflow command arguments", () => {
     expect(left(parseCommand("fly"))).toMatch(/unknown subcommand "fly"/)
     expect(left(parseCommand("cancel a b"))).toMatch(/usage/)
     expect(left(parseCommand("list x"))).toMatch(/usage/)
+    expect(left(parseCommand("list --all x"))).toMatch(/usage/)
   })
 })
 

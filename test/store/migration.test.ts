@@ -95,7 +95,8 @@ describe("opening a database of the earlier schema", () => {
         { migration_id: 2, name: "turn_intent_cause_completed" },
         { migration_id: 3, name: "run_end_facts" },
         { migration_id: 4, name: "run_snapshots" },
-        { migration_id: 5, name: "step_reminders" }
+        { migration_id: 5, name: "step_reminders" },
+        { migration_id: 6, name: "run_event_adopted" }
       ])
       expect(JSON.stringify(schema)).not.toContain("workflow_turn_intents_next")
       const created = yield* store.ensure(sampleIntent({ cause: "completed", runId: "run-3" }))

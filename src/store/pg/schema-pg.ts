@@ -12,6 +12,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
+import { adoptedEventsPg } from "../run-events-sql.ts"
 import { backfillRunEnds, runEndColumns } from "../run-rows.ts"
 import { CONTROLLER_SCHEMA, knownVersions, moveSnapshots, stepRemindersTable } from "../schema.ts"
 
@@ -286,7 +287,8 @@ export const migrations = {
   "1_controller_store_v1": run(controllerStoreV1),
   "3_run_end_facts": run(runEndFactsPg),
   "4_run_snapshots": run(runSnapshotsPg),
-  "5_step_reminders": run(stepRemindersTable(T))
+  "5_step_reminders": run(stepRemindersTable(T)),
+  "6_run_event_adopted": run(adoptedEventsPg(T))
 }
 
 /** The versions this release knows on PostgreSQL. */
