@@ -10,10 +10,9 @@
  * - newer: a migration this package does not know is recorded (a later release wrote the
  *   database): every open refuses it, changing nothing.
  *
- * Each migration runs once per file, in order, inside the opening BEGIN IMMEDIATE transaction.
- * Both SQLite versions also adopt a file of a release that predates versioning (its tables
- * exist, nothing is recorded): version 1 is idempotent DDL, so it creates only what such a file
- * lacks; version 2 recognises the old shape from the stored DDL itself.
+ * Each migration runs once per file, in order, inside the opening BEGIN IMMEDIATE transaction. A
+ * file of a release before versioning (tables, no record) is adopted: version 1 is idempotent
+ * DDL, version 2 recognises the old shape from the stored DDL.
  */
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -232,11 +231,7 @@ const runSnapshots = Effect.gen(function* () {
   for (const statement of moveSnapshots) yield* sql.unsafe(statement)
 })
 
-/**
- * Version 5 (both backends, `type` the text type): one row per step reminder taken (ordinals 1
- * and 2) and per passive notice after the second (3), keyed by the step attempt
- * (`step-reminder-store.ts`).
- */
+/** Version 5 (both backends; `type`: the text type): step reminders (`step-reminder-store.ts`). */
 export const stepRemindersTable = (type: string): ReadonlyArray<string> => [
   `CREATE TABLE workflow_step_reminders (
   attempt_id ${type} NOT NULL,
