@@ -9,12 +9,18 @@
  * way). `--full` adds the larger searches, `--only=<text>` selects checks by name, `--trails`
  * prints every counterexample. Searches run one per core. Installs `spin` and `gcc` with
  * apt-get when they are missing and this runs as root. docs/protocol.md lists the checks.
+ *
+ * The step reminders have their own model (model/reminders.pml, checks named "reminders: …"):
+ * the store take, the branch scan and the pending-intent check of src/app/step-reminders.ts
+ * against two processes, a crash, a lost message and an interruption; MAX_REMINDERS comes from
+ * src/domain/step-reminder.ts.
  */
 import { execFileSync, spawn, spawnSync } from "node:child_process"
 import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { availableParallelism, tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { MAX_REMINDERS } from "../src/domain/step-reminder.ts"
 import { DEFAULT_LEASE_MS } from "../src/domain/timing-policy.ts"
 import {
   modelConstants,
@@ -41,13 +47,24 @@ if (!has("spin") || !has("gcc")) {
 
 const derived = modelConstants(DEFAULT_LEASE_MS, WRITE_DELAY_BOUND_MS)
 
+type Model = "delivery.pml" | "reminders.pml"
+
+/** The files of each model (constants.pml is written per check). */
+const modelFiles: Readonly<Record<Model, ReadonlyArray<string>>> = {
+  "delivery.pml": ["delivery.pml", "environment.pml"],
+  "reminders.pml": ["reminders.pml"]
+}
+
 interface Check {
   readonly name: string
+  /** The model file; default delivery.pml. */
+  readonly model?: Model
   readonly expect: "verified" | "counterexample"
   readonly defines: Readonly<Record<string, number>>
   /**
-   * "safety": the assertions (one message per intent, resolved => in the branch, one terminal
-   * turn per run); "all_resolved": the LTL claim, under weak fairness.
+   * "safety": the assertions (delivery: one message per intent, resolved => in the branch, one
+   * terminal turn per run; reminders: (a) to (d) of model/reminders.pml); "all_resolved": the
+   * LTL claim of delivery.pml, under weak fairness.
    */
   readonly property: "safety" | "all_resolved"
   /** Only with `--full` (too slow for the default run); the time measured is in docs/protocol.md. */
@@ -63,7 +80,15 @@ const violations = {
   duplicate: /^\(br\[\(k%2\)\]<=1\)/,
   resolvedWithoutMessage: /^\(!\(ok\)\|\|\(br\[\w+\]>0\)\)/,
   secondTerminalTurn: /^\(\(br\[0\]\+plain\)<=1\)/,
-  unresolved: /^acceptancecycle/
+  unresolved: /^acceptancecycle/,
+  /** reminders.pml (a): more than MAX_REMINDERS reminders, or one ordinal twice, in the branch. */
+  reminderTwice: /^\(\(reminderTotal<=\d+\)&&\(reminded\[o\]<=1\)\)/,
+  /** (b): one settle handler sent the fallback and a reminder. */
+  reminderWithSuccessor: /^!\(answeredBySuccessor\[c\]\)/,
+  /** (c): a reminder sent while an intent the handler saw pending is unresolved. */
+  reminderWhileSeenPending: /^!\(\(sawPendingIntent\[c\]&&\(intent==1\)\)\)/,
+  /** (d), only with STRICT_PENDING: a reminder sent while any intent of the run is pending. */
+  reminderWhilePending: /^\(intent!=1\)/
 } as const
 type Violation = keyof typeof violations
 
@@ -101,6 +126,25 @@ const protocol = {
   MAXF: 1,
   USER_TURNS: 0,
   NATURALS: 1
+}
+
+/**
+ * The step reminders as the code has them: two processes, every settle seen by both (as in the
+ * delivery model), three settles, one interruption, one crash, one lost message.
+ */
+const reminders = {
+  MAXR: MAX_REMINDERS,
+  NP: 2,
+  SETTLES: MAX_REMINDERS + 1,
+  INTENTS: 1,
+  CRASHES: 1,
+  LOSSES: 1,
+  TAKE: 1,
+  SEND_BEFORE_TAKE: 0,
+  PENDING_CHECK: 1,
+  SYNC_SKIP: 1,
+  ASSERT_C: 1,
+  STRICT_PENDING: 0
 }
 
 const full = process.argv.includes("--full")
@@ -169,6 +213,69 @@ const allChecks: ReadonlyArray<Check> = [
     defines: { ...protocol, NATURALS: 0, LOST_RELEASE: 0 }
   },
   {
+    name: "reminders: two processes, a crash, a lost message, an interruption",
+    model: "reminders.pml",
+    expect: "verified",
+    property: "safety",
+    defines: reminders
+  },
+  {
+    name: "reminders: the sync-delivered skip removed is still safe (the pending check sees the held fallback)",
+    model: "reminders.pml",
+    expect: "verified",
+    property: "safety",
+    defines: { ...reminders, SYNC_SKIP: 0 }
+  },
+  {
+    name: "reminders: send before take, one process and a crash, is safe (the crash takes the held send)",
+    model: "reminders.pml",
+    expect: "verified",
+    property: "safety",
+    defines: { ...reminders, NP: 1, SEND_BEFORE_TAKE: 1 }
+  },
+  {
+    name: "reminders self-test: send before take (two processes) gives one ordinal twice",
+    model: "reminders.pml",
+    expect: "counterexample",
+    violates: "reminderTwice",
+    property: "safety",
+    defines: { ...reminders, SEND_BEFORE_TAKE: 1 }
+  },
+  {
+    name: "reminders self-test: branch scan only (no store take) gives one ordinal twice",
+    model: "reminders.pml",
+    expect: "counterexample",
+    violates: "reminderTwice",
+    property: "safety",
+    // No fault needed: both handlers of one settle scan the branch before Pi writes either send.
+    defines: { ...reminders, TAKE: 0, INTENTS: 0, CRASHES: 0, LOSSES: 0 }
+  },
+  {
+    name: "reminders self-test: no pending check, no sync skip gives a fallback and a reminder on one settle",
+    model: "reminders.pml",
+    expect: "counterexample",
+    violates: "reminderWithSuccessor",
+    property: "safety",
+    // (c) is off: the same send violates it too, and this variant must show (b).
+    defines: { ...reminders, PENDING_CHECK: 0, SYNC_SKIP: 0, ASSERT_C: 0 }
+  },
+  {
+    name: "reminders self-test: no pending check (sync skip kept) gives a reminder while the intent is pending",
+    model: "reminders.pml",
+    expect: "counterexample",
+    violates: "reminderWhileSeenPending",
+    property: "safety",
+    defines: { ...reminders, PENDING_CHECK: 0 }
+  },
+  {
+    name: "reminders limit: an intent made pending after the check gets its fallback beside the reminder",
+    model: "reminders.pml",
+    expect: "counterexample",
+    violates: "reminderWhilePending",
+    property: "safety",
+    defines: { ...reminders, NP: 1, CRASHES: 0, LOSSES: 0, STRICT_PENDING: 1 }
+  },
+  {
     name: "protocol: safety, both paths, every fault kind, a user turn",
     expect: "verified",
     property: "safety",
@@ -233,8 +340,8 @@ interface Outcome {
 const verify = async (check: Check, index: number): Promise<Outcome> => {
   const dir = mkdtempSync(join(tmpdir(), "pwt-model-"))
   try {
-    for (const file of ["delivery.pml", "environment.pml"])
-      copyFileSync(join(root, "model", file), join(dir, file))
+    const model = check.model ?? "delivery.pml"
+    for (const file of modelFiles[model]) copyFileSync(join(root, "model", file), join(dir, file))
     writeFileSync(
       join(dir, "constants.pml"),
       Object.entries(check.defines)
@@ -242,7 +349,7 @@ const verify = async (check: Check, index: number): Promise<Outcome> => {
         .join("")
     )
     const t0 = performance.now()
-    await run("spin", ["-a", "delivery.pml"], dir)
+    await run("spin", ["-a", model], dir)
     const mode = check.property === "safety" ? ["-DSAFETY", "-DNOCLAIM"] : ["-DNFAIR=3"]
     // gcc -O0 compiles in a sixth of the -O2 time, which only a search of millions of states wins
     // back. COLLAPSE (exact state compression; a proof, unlike bitstate or hash compaction)
@@ -267,7 +374,7 @@ const verify = async (check: Check, index: number): Promise<Outcome> => {
     const detail = kind === null ? found : `${found} (${kind})`
     const lines = [`${ok ? "ok  " : "FAIL"} ${check.name}: ${detail}, ${states} states, ${seconds} s`]
     if (found === "counterexample" && (!ok || !quiet)) {
-      const trail = await run("spin", ["-t", "delivery.pml"], dir)
+      const trail = await run("spin", ["-t", model], dir)
       const steps = trail
         .split("\n")
         .filter((line) => line.includes("MSC:"))
@@ -285,7 +392,8 @@ const verify = async (check: Check, index: number): Promise<Outcome> => {
 const started = performance.now()
 console.log(
   `model constants from src/delivery/protocol.ts: lease ${DEFAULT_LEASE_MS} ms -> ${derived.lease} ticks, ` +
-    `write-delay bound ${WRITE_DELAY_BOUND_MS} ms -> ${derived.writeDelay} tick`
+    `write-delay bound ${WRITE_DELAY_BOUND_MS} ms -> ${derived.writeDelay} tick; ` +
+    `reminders per attempt ${MAX_REMINDERS} (src/domain/step-reminder.ts)`
 )
 // One search per core at a time, the longest first; results are printed in the checks' order.
 const order = [...selected.keys()]
