@@ -132,11 +132,20 @@ describe("step reminders in real Pi", () => {
     const notices = waitingNotices(lab)
     expect(notices.map((notice) => notice.display)).toEqual([true])
     expect(notices.map(customContentText).join("")).toContain(`/workflow cancel ${run?.runId}`)
-    expect(lab.mock.requestsMentioning("reminders went unanswered")).toEqual([])
     // Each was taken in the store: reminder 1, reminder 2, the notice.
     const attempt = String(shown[0]?.attemptId)
     expect(taken(lab)).toEqual([`${attempt}#1`, `${attempt}#2`, `${attempt}#3`])
     expect(lab.runIn("running")).toBe(true)
+
+    // A later turn of the user's that also ends without the submit: no 3rd reminder, no 2nd
+    // notice, and the notice never reaches the model (display-only).
+    await lab.say("Anything new?")
+    expect(await staysQuiet(lab, 1_000)).toBe(0)
+    expect(lab.mock.requestCount()).toBe(6)
+    expect(lastText(lab.mock.requests()[5])).toBe("Anything new?")
+    expect(lab.mock.requestsMentioning("reminders went unanswered")).toEqual([])
+    expect(reminders(lab)).toHaveLength(2)
+    expect(waitingNotices(lab)).toHaveLength(1)
   }, 60_000)
 
   it("a submit after reminder 1 completes the run: one presentation turn, no reminder 2", async () => {
