@@ -73,16 +73,15 @@ export const remindAfterSettle = (aborted: boolean) =>
     const step = open.value
     const reminders = yield* StepReminderStore
     const branch = yield* session.branch
-    const pending = yield* (yield* TurnIntentStore).list({
-      runId: step.runId,
-      targetSessionId: sessionId,
-      state: "pending",
-      limit: 1
-    })
+    const intents = yield* TurnIntentStore
+    const owed = Effect.map(
+      intents.list({ runId: step.runId, targetSessionId: sessionId, state: "pending", limit: 1 }),
+      (found) => found.length > 0
+    )
     const facts: ReminderFacts = {
       aborted,
       stopped: yield* stoppedBy(step, sessionId),
-      successorPending: pending.length > 0,
+      successorPending: yield* owed,
       abortInFlight: (yield* (yield* AbortBookkeeping).inFlight).length > 0,
       promptInBranch: promptShown(branch, step.requestId),
       taken: [
@@ -95,6 +94,9 @@ export const remindAfterSettle = (aborted: boolean) =>
     const ordinal = decision._tag === "Remind" ? decision.reminder : 3
     const won = yield* reminders.take({ ...step, sessionId, ordinal })
     if (!won) return { _tag: "None", why: "taken" } satisfies ReminderOutcome
+    // Read again after the take: an intent made pending meanwhile (a periodic pass may already be
+    // sending its fallback) comes first; this reminder is then spent unsent (model/reminders.pml).
+    if (yield* owed) return { _tag: "None", why: "successorPending" } satisfies ReminderOutcome
     const now = yield* Clock.currentTimeMillis
     if (decision._tag === "Remind") {
       const message = reminderMessage(step, decision.reminder, now)
