@@ -1,9 +1,10 @@
 /**
  * Real Pi (RPC): a step in flight shows its limit and its deadline. The model answers the
- * step's prompt in plain text (no submit), so the step stays in flight; `/workflow status`,
- * the tool's `status` and the operator CLI then show the limit (written when the visit
- * resolved it, not only at the step's end) and the deadline, absolute and remaining. RPC mode
- * gets no live status line (that is interactive Pi's: tui-status-line.test.ts).
+ * step's prompt with the tool's `status`, then slowly in plain text (no submit), so the step's
+ * turn is still running (and no step reminder due) while `/workflow status`, the tool's
+ * `status` and the operator CLI show the limit (written when the visit resolved it, not only
+ * at the step's end) and the deadline, absolute and remaining. RPC mode gets no live status
+ * line (that is interactive Pi's: tui-status-line.test.ts).
  */
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -24,35 +25,36 @@ describe("a step's limit and deadline in real Pi", () => {
       script: [
         start("slow"),
         { text: "The run is queued." },
-        // The step's prompt: answered in plain text, no submit.
-        { text: "I will get to it later." },
+        // The step's prompt: the model checks the run, then answers slowly in plain text.
         { toolCalls: [{ name: "workflow", arguments: { action: "status" } }] },
-        { text: "It is still waiting for me." }
+        { text: "I will get to it later.", delayMs: 30_000 }
       ]
     })
-    await lab.say("Run the slow workflow.", {
-      until: () => lab.mock.requestCount() >= 3,
-      label: "the step's prompt was answered"
-    })
+    // The step's turn is in flight: its status call answered, its text reply not yet sent.
+    const inFlight = () => lab.mock.requestCount() === 4 && lab.mock.outcomes()[3] === undefined
+    await lab.pi.prompt("Run the slow workflow.")
+    await lab.waitUntil(
+      () => lab.mock.requestCount() >= 4,
+      "the step's status call was answered and its text reply is in flight"
+    )
+    expect(inFlight()).toBe(true)
     const [run] = lab.runs()
     expect(run?.state).toBe("running")
     const runId = run?.runId ?? ""
 
-    await lab.say(`/workflow status ${runId}`, { requireSettle: false })
-    const panel = lab.observe().panels.find((text) => text.includes(`Run ${runId} of slow`)) ?? ""
-    expect(panel).toMatch(/: running\n/)
-    expect(panel).toMatch(new RegExp(`\\nDeadline: ${DEADLINE.source.slice("deadline ".length)}`))
-    expect(panel).toMatch(new RegExp(`1\\. ask — in flight for \\S+, limit 8h, ${DEADLINE.source}`))
-
-    await lab.say("How is the run doing?", {
-      until: () => lab.mock.requestCount() >= 5,
-      label: "the model's status call answered"
-    })
     const status = lab.observe().toolResults.find((result) => result.text.includes("Step ask:"))
     expect(status?.isError).toBe(false)
     expect(status?.text).toMatch(
       new RegExp(`state running · node ask .*\\nStep ask: limit 8h, ${DEADLINE.source}`)
     )
+
+    const panelOf = () => lab.observe().panels.find((text) => text.includes(`Run ${runId} of slow`))
+    await lab.pi.prompt(`/workflow status ${runId}`)
+    await lab.waitUntil(() => panelOf() !== undefined, "the /workflow status panel")
+    const panel = panelOf() ?? ""
+    expect(panel).toMatch(/: running\n/)
+    expect(panel).toMatch(new RegExp(`\\nDeadline: ${DEADLINE.source.slice("deadline ".length)}`))
+    expect(panel).toMatch(new RegExp(`1\\. ask — in flight for \\S+, limit 8h, ${DEADLINE.source}`))
 
     const shown = await runCli(BIN, lab.sandbox.workDir, ["show", runId, "--db", lab.dbPath])
     expect(shown.stdout).toMatch(/^1\s+ask\s+in flight\s+.+\s+-\s+8h\s+in (7h 59m|8h)$/m)
@@ -61,5 +63,8 @@ describe("a step's limit and deadline in real Pi", () => {
       .events()
       .filter((record) => record.type === "extension_ui_request" && record.method === "setStatus")
     expect(footer).toEqual([])
+    // All of it was seen while the step's turn ran: no reminder reached the model meanwhile.
+    expect(inFlight()).toBe(true)
+    expect(lab.mock.requestsMentioning("Reminder 1 of 2")).toEqual([])
   }, 60_000)
 })

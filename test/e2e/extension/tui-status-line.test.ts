@@ -1,15 +1,15 @@
 /**
  * The live status line in real interactive Pi: Pi runs in its TUI inside tmux, the scripted
- * model starts a workflow whose agent step (limit 8 h) it answers in plain text, so the step
- * stays in flight. The footer then shows one line with the workflow, node, elapsed time and
- * time left to the step's limit, redrawn as time passes; `/workflow cancel` ends the run and
- * the line is gone. Skipped when tmux is not installed.
+ * model starts a workflow whose agent step (limit 8 h) it answers in plain text, and both step
+ * reminders too, so the step stays in flight. The footer then shows one line with the workflow,
+ * node, elapsed time and time left to the step's limit, redrawn as time passes; `/workflow
+ * cancel` ends the run and the line is gone. Skipped when tmux is not installed.
  */
 import { spawnSync } from "node:child_process"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
-import { startMockOpenAI } from "../harness/mock-openai.ts"
+import { contentText, startMockOpenAI } from "../harness/mock-openai.ts"
 import { sandboxEnv } from "../harness/pi-command.ts"
 import { createPiSandbox, piCliPath } from "../harness/pi-sandbox.ts"
 import { extensionEntry } from "./lab.ts"
@@ -44,7 +44,10 @@ describe.skipIf(!hasTmux)("the live status line in interactive Pi (tmux capture)
       script: [
         { toolCalls: [{ name: "workflow", arguments: { action: "start", workflow: "slow" } }] },
         { text: "The slow workflow is running." },
-        { text: "I will answer the step later." }
+        { text: "I will answer the step later." },
+        // The step's two reminders, each answered in plain text too; then the user's notice.
+        { text: "Still later, reminder one." },
+        { text: "Still later, reminder two." }
       ],
       defaultReply: { text: "ok" }
     })
@@ -84,13 +87,18 @@ describe.skipIf(!hasTmux)("the live status line in interactive Pi (tmux capture)
     tmux("send-keys", "-t", session, "Enter")
     const first = await screenUntil(
       session,
-      (screen) => LINE.test(screen) && screen.includes("answer the step later")
+      (screen) =>
+        LINE.test(screen) && screen.includes("reminder two") && screen.includes("reminders went unanswered")
     )
     expect(first).toMatch(LINE)
     // Redrawn from memory as time passes: the elapsed time grows.
     const seconds = (screen: string) => Number(LINE.exec(screen)?.[1] ?? "-1")
     const later = await screenUntil(session, (screen) => seconds(screen) >= seconds(first) + 2)
     expect(seconds(later)).toBeGreaterThanOrEqual(seconds(first) + 2)
+    // Still the step in flight after its reminders, and the line says so (from its next reread,
+    // at most `statusLineRefresh` later: a reminder is no run write).
+    const WAITING = new RegExp(`${LINE.source} · waiting for agent \\(reminder 2 of 2\\)`)
+    expect(await screenUntil(session, (screen) => WAITING.test(screen))).toMatch(WAITING)
     // The run ends: the line is cleared.
     tmux("send-keys", "-t", session, "-l", "/workflow cancel")
     tmux("send-keys", "-t", session, "Enter")
@@ -98,6 +106,11 @@ describe.skipIf(!hasTmux)("the live status line in interactive Pi (tmux capture)
     tmux("send-keys", "-t", session, "Enter")
     const ended = await screenUntil(session, (screen) => !/workflow slow · ask/.test(screen))
     expect(ended).not.toMatch(/workflow slow · ask/)
-    expect(mock.requestCount()).toBe(3)
+    // The prompt, the start's result, the step, and its two reminders: nothing after the notice
+    // or the cancel.
+    expect(mock.requestCount()).toBe(5)
+    const newest = mock.requests().map((request) => contentText(request.messages.at(-1)?.content))
+    expect(newest[2]).toContain('waiting for step "ask"')
+    expect(newest.slice(3).map((text) => text.split(":")[0])).toEqual(["Reminder 1 of 2", "Reminder 2 of 2"])
   }, 60_000)
 })

@@ -14,7 +14,7 @@ import pg from "pg"
 import type { CrashPoint } from "../../../src/delivery/coordinator.ts"
 import { CRASH_AT_ENV } from "../../../src/delivery/unanswered-successor.ts"
 import type { Trial } from "../../crash/pi-crash.ts"
-import { extensionEntry } from "../extension/lab.ts"
+import { extensionEntry, messageText } from "../extension/lab.ts"
 import { type MockOpenAI, startMockOpenAI } from "../harness/mock-openai.ts"
 import { type PiRpc, startPi } from "../harness/pi-rpc.ts"
 import { createPiSandbox, type PiSandbox } from "../harness/pi-sandbox.ts"
@@ -100,6 +100,14 @@ export interface TwoPiOutcome {
   readonly sessionB: string
   readonly requestsA: number
   readonly requestsB: number
+  /** The newest message's text of each of A's model requests (both processes), in order. */
+  readonly newestA: ReadonlyArray<string>
+  /** The `details` of each step reminder in A's session file and in B's, oldest first. */
+  readonly remindersA: ReadonlyArray<unknown>
+  readonly remindersB: ReadonlyArray<unknown>
+  /** `details.kind` of each user notification in A's session file and in B's. */
+  readonly noticesA: ReadonlyArray<unknown>
+  readonly noticesB: ReadonlyArray<unknown>
 }
 
 const perIntent = (file: string, intents: ReadonlyArray<{ readonly intent_id: string }>) => {
@@ -120,7 +128,21 @@ const sessionIdOf = async (pi: PiRpc): Promise<string> => {
   throw new Error("get_state answered without a sessionId")
 }
 
-export const runTwoPi = async (url: string, trial: Trial, crashAt: CrashPoint): Promise<TwoPiOutcome> => {
+const REMINDER = "pi-workflows-step-reminder"
+const NOTIFICATION = "pi-workflows-notification"
+const kindOf = (details: unknown): unknown =>
+  typeof details === "object" && details !== null && "kind" in details ? details.kind : undefined
+
+/**
+ * `doneA`: what A's session file shows once the new process is done after the successor (e.g.
+ * the user's notice after the step reminders); waited for before the outcome is read.
+ */
+export const runTwoPi = async (
+  url: string,
+  trial: Trial,
+  crashAt: CrashPoint,
+  doneA: (sessionFile: string) => boolean = () => true
+): Promise<TwoPiOutcome> => {
   const mockA: MockOpenAI = await startMockOpenAI({ script: [...trial.before, ...trial.after] })
   const mockB: MockOpenAI = await startMockOpenAI({
     script: [{ text: "Hello from session B." }, { text: "Still here in session B." }]
@@ -167,7 +189,7 @@ export const runTwoPi = async (url: string, trial: Trial, crashAt: CrashPoint): 
       const intents = await readIntents(url)
       return intents.length > 0 && intents.every((i) => i.resolved_at !== null)
     }
-    await until(piA2, owed, 15_000)
+    await until(piA2, async () => (await owed()) && doneA(piA2.sessionFile ?? ""), 15_000)
     await piA2.waitForQuiet({ quietMs: 400, timeoutMs: 15_000, requireSettle: false })
     await piB.waitForQuiet({ quietMs: 200, timeoutMs: 15_000, requireSettle: false })
     const intents = await readIntents(url)
@@ -181,7 +203,12 @@ export const runTwoPi = async (url: string, trial: Trial, crashAt: CrashPoint): 
       sessionA,
       sessionB,
       requestsA: mockA.requestCount(),
-      requestsB: mockB.requestCount()
+      requestsB: mockB.requestCount(),
+      newestA: mockA.requests().map((request) => messageText(request.messages.at(-1))),
+      remindersA: customMessages(piA2.sessionFile ?? "", REMINDER).map((entry) => entry.details),
+      remindersB: customMessages(piB.sessionFile ?? "", REMINDER).map((entry) => entry.details),
+      noticesA: customMessages(piA2.sessionFile ?? "", NOTIFICATION).map((entry) => kindOf(entry.details)),
+      noticesB: customMessages(piB.sessionFile ?? "", NOTIFICATION).map((entry) => kindOf(entry.details))
     }
   } finally {
     for (const pi of processes) await pi.dispose()
