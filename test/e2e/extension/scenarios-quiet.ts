@@ -2,8 +2,60 @@
  * Scenarios that owe no automatic turn beyond the workflow's own messages: a completed run, the
  * user's direct cancel or Escape, a shutdown, rejected input, a broken workflow file.
  */
-import { lastMessageOf, type Scenario, start, submit } from "./scenario.ts"
+import type { ScriptStep } from "../harness/mock-openai.ts"
+import { customContentText, customMessages } from "../harness/session-file.ts"
+import type { Lab } from "./lab.ts"
+import { type Check, lastMessageOf, type Scenario, start, submit } from "./scenario.ts"
 import { GREET, GUARDED, RELEASE_NOTES, TRIAGE } from "./workflow-sources.ts"
+
+const REMINDER = "pi-workflows-step-reminder"
+const NOTIFICATION = "pi-workflows-notification"
+
+/**
+ * The model's plain-text answers to the two step reminders that follow a step turn ending
+ * without its `submit` (docs/extension.md "Step reminders").
+ */
+export const reminderReplies: ReadonlyArray<ScriptStep> = [
+  { text: "Still reading issue #42; no label yet." },
+  { text: "I need more time before I submit a label." }
+]
+
+/** The user's "step waiting" notices in the session file (display-only, after reminder 2). */
+const waitingNotices = (lab: Lab) =>
+  customMessages(lab.sessionFile, NOTIFICATION).filter((entry) => {
+    const details: unknown = entry.details
+    return typeof details === "object" && details !== null && Reflect.get(details, "kind") === "stepWaiting"
+  })
+
+/** The step's reminders are over: `requests` model requests so far and the user's one notice. */
+export const remindersDone = (lab: Lab, requests: number): boolean =>
+  lab.mock.requestCount() >= requests && waitingNotices(lab).length === 1
+
+/**
+ * Requests `first` and `first + 1` are the step's two reminders: the newest message of each is
+ * the `pi-workflows-step-reminder` of the session file (1, then 2), and the one notice that
+ * follows is display-only and reached no model request.
+ */
+export const checkReminderTurns = (lab: Lab, check: Check, first: number): void => {
+  const shown = customMessages(lab.sessionFile, REMINDER)
+  const got = [lastMessageOf(lab, first), lastMessageOf(lab, first + 1)]
+  check(
+    `requests ${first} and ${first + 1} are the step's two reminders`,
+    shown.length === 2 &&
+      shown.every((entry, i) => customContentText(entry) === got[i]) &&
+      /^Reminder 1 of 2: /.test(got[0] ?? "") &&
+      /^Reminder 2 of 2: /.test(got[1] ?? ""),
+    got.map((text) => text.split("\n")[0]).join(" | ")
+  )
+  const notices = waitingNotices(lab)
+  check(
+    "then one display-only notice for the user, never sent to the model",
+    notices.length === 1 &&
+      notices[0]?.display === true &&
+      lab.mock.requestsMentioning("reminders went unanswered").length === 0,
+    String(notices.length)
+  )
+}
 
 export const completedRun: Scenario = {
   id: "completed",
@@ -47,13 +99,20 @@ export const directCancel: Scenario = {
   title: "the user cancels with /workflow cancel: no model turn follows",
   interruption: "user /workflow cancel",
   workflows: { "triage.workflow.mjs": TRIAGE },
-  script: [start("triage"), { text: "The triage run is queued." }, { text: "Looking at issue #42 first." }],
-  expected: { requests: 3, steps: 1, presentations: 0, fallbacks: 0, intents: [], runs: ["cancelled"] },
+  script: [
+    start("triage"),
+    { text: "The triage run is queued." },
+    { text: "Looking at issue #42 first." },
+    ...reminderReplies
+  ],
+  // The step turn ends in text: its two reminders follow (requests 3 and 4), then the notice.
+  expected: { requests: 5, steps: 1, presentations: 0, fallbacks: 0, intents: [], runs: ["cancelled"] },
   play: async (lab, check) => {
     await lab.say("Label issue #42 with the triage workflow.", {
-      until: () => lab.mock.requestCount() >= 3,
-      label: "the step turn ran"
+      until: () => remindersDone(lab, 5),
+      label: "the step turn and its two reminders ran, then the notice"
     })
+    checkReminderTurns(lab, check, 3)
     const before = lab.mock.requestCount()
     await lab.say("/workflow cancel", { until: () => lab.runIn("cancelled"), requireSettle: false })
     check("no model request after /workflow cancel", lab.mock.requestCount() === before)
@@ -155,12 +214,15 @@ export const shutdownResume: Scenario = {
     start("triage"),
     { text: "The triage run is queued." },
     { text: "Looking at issue #42 first." },
+    ...reminderReplies,
     submit({ label: "feature" }),
     { text: "Submitted the label." },
     { text: "Issue #42 is labelled." }
   ],
+  // The step turn ends in text: its two reminders follow (requests 3 and 4), then the notice;
+  // after the restart, the step again (request 5) and the run's own turns.
   expected: {
-    requests: 6,
+    requests: 8,
     steps: 2,
     presentations: 1,
     fallbacks: 0,
@@ -169,17 +231,23 @@ export const shutdownResume: Scenario = {
   },
   play: async (lab, check) => {
     await lab.say("Label issue #42 with the triage workflow.", {
-      until: () => lab.mock.requestCount() >= 3,
-      label: "the step turn ran"
+      until: () => remindersDone(lab, 5),
+      label: "the step turn and its two reminders ran, then the notice"
     })
+    checkReminderTurns(lab, check, 3)
     await lab.stop()
+    check("shutdown: no model request", lab.mock.requestCount() === 5, String(lab.mock.requestCount()))
     check("shutdown: no intent", lab.intents().length === 0)
     check("shutdown: the run is not ended", lab.runIn("running"), lab.runs()[0]?.state)
     await lab.resume()
     await lab.settle(0, { until: () => lab.runIn("completed"), label: "the run completed" })
   },
   verify: (_observation, lab, check) => {
-    check("the restart sent the step again", lastMessageOf(lab, 3).includes('waiting for step "label"'))
+    check("the restart sent the step again", lastMessageOf(lab, 5).includes('waiting for step "label"'))
+    check(
+      "no reminder after the restart (the new attempt's step was submitted)",
+      customMessages(lab.sessionFile, REMINDER).length === 2
+    )
   }
 }
 

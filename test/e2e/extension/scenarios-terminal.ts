@@ -9,6 +9,7 @@ import type { ChatRequest, Reply } from "../harness/mock-openai.ts"
 import { peekRows } from "../harness/sqlite-peek.ts"
 import { type Lab, messageText } from "./lab.ts"
 import { lastMessageOf, type Scenario, start } from "./scenario.ts"
+import { checkReminderTurns, reminderReplies, remindersDone } from "./scenarios-quiet.ts"
 import { TRIAGE } from "./workflow-sources.ts"
 
 // The first call fails with a temporary error; the next one completes.
@@ -234,6 +235,7 @@ export const userCancelQuiet: Scenario = {
     start("triage"),
     { text: "The triage run is queued." },
     { text: "Looking at issue #42 first." },
+    ...reminderReplies,
     (request) => {
       const text = messageText(request.messages.at(-1))
       const runId = /run (\S+) now/.exec(text)?.[1] ?? "unknown"
@@ -241,18 +243,20 @@ export const userCancelQuiet: Scenario = {
     },
     { text: "The run was cancelled by you, so I will not restart it." }
   ],
-  expected: { requests: 5, steps: 1, presentations: 0, fallbacks: 0, intents: [], runs: ["cancelled"] },
+  // The step turn ends in text: its two reminders follow (requests 3 and 4), then the notice.
+  expected: { requests: 7, steps: 1, presentations: 0, fallbacks: 0, intents: [], runs: ["cancelled"] },
   play: async (lab, check) => {
     await lab.say("Label issue #42 with the triage workflow.", {
-      until: () => lab.mock.requestCount() >= 3,
-      label: "the step turn ran"
+      until: () => remindersDone(lab, 5),
+      label: "the step turn and its two reminders ran, then the notice"
     })
+    checkReminderTurns(lab, check, 3)
     const before = lab.mock.requestCount()
     await lab.say("/workflow cancel", { until: () => lab.runIn("cancelled"), requireSettle: false })
     check("no model request after /workflow cancel", lab.mock.requestCount() === before)
     const runId = lab.observe().runs[0]?.runId ?? "?"
     await lab.say(`Restart run ${runId} now`, {
-      until: () => lab.mock.requestCount() >= 5,
+      until: () => lab.mock.requestCount() >= 7,
       label: "the model answered"
     })
   },
