@@ -64,6 +64,8 @@ const log = (trial: Trial, point: CrashPoint, outcome: TrialOutcome) =>
       `${Math.round(outcome.elapsedMs)} ms`
   )
 
+const REMINDER = "pi-workflows-step-reminder"
+
 describe("crash recovery in real Pi", () => {
   for (const point of ["afterClaim", "afterSend"] as const) {
     it(`fallback, killed ${point}: the restarted Pi delivers it exactly once`, async () => {
@@ -83,7 +85,10 @@ describe("crash recovery in real Pi", () => {
       expect(outcome.signal).toBe("SIGKILL")
       expect(outcome.intents.map((i) => [i.cause, i.resolution])).toEqual([["timedOut", "workflowPrompt"]])
       expect(Object.values(outcome.messagesPerIntent)).toEqual([1])
-      expect(outcome.requests).toBe(4) // start, "queued", the timed-out step, the recovery prompt
+      // start, "queued", the timed-out step, the recovery prompt, and the recovery step's two
+      // reminders: the scripted model answers it in plain text.
+      expect(outcome.messageTypes.filter((t) => t === REMINDER)).toHaveLength(2)
+      expect(outcome.requests).toBe(6)
     }, 30_000)
   }
 
@@ -107,11 +112,16 @@ describe("crash recovery in real Pi", () => {
     expect(Object.values(outcome.messagesPerIntent)).toEqual([1])
     // The kill comes after the recovery prompt's turn; the restarted engine resumes the run and
     // reruns its node (a plain prompt, not the intent's message: the engine's part, not delivery).
+    // The rerun step answered in plain text then gets its two reminders (one attempt, never
+    // more) and the user's one notice.
     expect(outcome.messageTypes).toEqual([
       "pi-workflows-agent-step",
       "pi-workflows-agent-step",
-      "pi-workflows-agent-step"
+      "pi-workflows-agent-step",
+      REMINDER,
+      REMINDER,
+      "pi-workflows-notification"
     ])
-    expect(outcome.requests).toBe(5)
+    expect(outcome.requests).toBe(7)
   }, 30_000)
 })
