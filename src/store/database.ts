@@ -1,7 +1,6 @@
 /**
- * The controller database: one SQLite file in WAL mode shared by every store of this package
- * (turn intents, runs, queue). Opening it sets the pragmas, refuses incompatible state and
- * brings the schema to this release's version (`schema.ts`).
+ * The controller database: one SQLite file in WAL mode shared by every store of this package.
+ * Opening it sets the pragmas, refuses incompatible state and migrates the schema (`schema.ts`).
  *
  * The client and its one connection are @effect/sql-sqlite-node's `SqliteClient`; this module
  * adds what it lacks on top of it (docs/store.md):
@@ -95,6 +94,13 @@ export const waitingForLocks =
   (database: DatabaseService) =>
   <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     database.lockWait === undefined ? effect : database.lockWait(effect)
+
+type LockWait = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+/** @internal `waitingForLocks` of the Database in context, or no wait for a store built without one. */
+export const lockWaitInContext: Effect.Effect<LockWait> = Effect.map(
+  Effect.serviceOption(Database),
+  (database) => (Option.isSome(database) ? waitingForLocks(database.value) : (effect) => effect)
+)
 
 /** @internal `immediate`, with an SQL failure (BEGIN, COMMIT, a statement) as this operation's `StoreFailure`. */
 export const immediateAs =

@@ -6,7 +6,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect, Either, Layer, Option, type ParseResult, Schema } from "effect"
 import { InvalidInput } from "../domain/errors.ts"
-import { Database, type DatabaseOptions, type OpenError, traced, waitingForLocks } from "./database.ts"
+import { Database, type DatabaseOptions, lockWaitInContext, type OpenError, traced } from "./database.ts"
 import { asStoreFailure } from "./store-errors.ts"
 import {
   type Notification,
@@ -84,13 +84,7 @@ const COLUMNS = "notification_id, run_id, target_session_id, kind, payload_json,
 export const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
   // Writes wait for another connection's lock when the Database in context offers it.
-  const lockWait = Option.match(yield* Effect.serviceOption(Database), {
-    onNone:
-      () =>
-      <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-        effect,
-    onSome: waitingForLocks
-  })
+  const lockWait = yield* lockWaitInContext
 
   const decoded = (operation: string) => (rows: ReadonlyArray<unknown>) =>
     Effect.map(decodeEach(operation, rows, decodeRow), (found) => found.map(toNotification))

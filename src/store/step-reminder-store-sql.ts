@@ -4,9 +4,9 @@
  * two processes racing for the same reminder get one winner without a transaction.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Clock, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Effect, Layer, Schema } from "effect"
 import { checkId } from "../domain/identity.ts"
-import { Database, traced, waitingForLocks } from "./database.ts"
+import { lockWaitInContext, traced } from "./database.ts"
 import { asStoreFailure } from "./store-errors.ts"
 import { StepReminderStore, type StepReminderStoreService } from "./step-reminder-store.ts"
 
@@ -33,13 +33,7 @@ const decodeCounts = Schema.decodeUnknown(Schema.Array(Count))
 
 export const make = Effect.gen(function* () {
   const sql = yield* SqlClient.SqlClient
-  const lockWait = Option.match(yield* Effect.serviceOption(Database), {
-    onNone:
-      () =>
-      <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-        effect,
-    onSome: waitingForLocks
-  })
+  const lockWait = yield* lockWaitInContext
 
   const take: StepReminderStoreService["take"] = (input) =>
     Effect.gen(function* () {
