@@ -9,6 +9,7 @@
  * sent; the branch is read too): this module decides from those facts and writes the texts.
  */
 import { REMINDER_TYPE, STEP_REMINDER_SCHEMA } from "./message-types.ts"
+import { duration } from "./text.ts"
 
 /** Reminders per step attempt; after the last one only the user's notice follows. */
 export const MAX_REMINDERS = 2
@@ -63,26 +64,16 @@ export const decideReminder = (facts: ReminderFacts): ReminderDecision => {
   return { _tag: "None", why: "quiet" }
 }
 
-const plural = (n: number, unit: string) => `${n} ${unit}${n === 1 ? "" : "s"}`
-
-/** "3 h 12 min", "45 s": what is left of a limit, for people and the model. */
-export const describeRemaining = (ms: number): string => {
-  const seconds = Math.max(0, Math.round(ms / 1000))
-  if (seconds < 60) return plural(seconds, "second")
-  const minutes = Math.round(seconds / 60)
-  if (minutes < 60) return plural(minutes, "minute")
-  const hours = Math.floor(minutes / 60)
-  const rest = minutes % 60
-  return rest === 0 ? plural(hours, "hour") : `${plural(hours, "hour")} ${plural(rest, "minute")}`
-}
-
-/** The step's deadline in words: absolute and remaining, or that it has none. */
+/**
+ * The step's deadline in words: absolute and remaining (in whole seconds, rounded up, so a
+ * fresh 15-minute step says "in 15m"), or that it has none.
+ */
 export const describeDeadline = (deadline: number | null, now: number): string =>
   deadline === null
     ? "The step has no time limit."
     : deadline <= now
       ? `The step's limit passed at ${new Date(deadline).toISOString()}.`
-      : `The step's limit ends at ${new Date(deadline).toISOString()} (in ${describeRemaining(deadline - now)}).`
+      : `The step's limit ends at ${new Date(deadline).toISOString()} (in ${duration(Math.ceil((deadline - now) / 1000) * 1000)}).`
 
 /** The exact tool call that answers the step. */
 export const submitCall = (requestId: string): string =>

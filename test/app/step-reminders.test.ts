@@ -47,7 +47,7 @@ describe("step reminders", () => {
       const content = first[0]?.message.content ?? ""
       expect(content).toContain(`"requestId": "${requestId}"`)
       expect(content).toContain('"action": "submit"')
-      expect(content).toMatch(/limit ends at \d{4}-\d\d-\d\dT.* \(in 15 minutes\)/)
+      expect(content).toMatch(/limit ends at \d{4}-\d\d-\d\dT.* \(in 15m\)/)
       yield* modelAnswersInText
       const both = yield* sentOfType(REMINDER)
       expect(both.map((r) => r.message.details.reminder)).toEqual([1, 2])

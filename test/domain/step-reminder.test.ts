@@ -1,10 +1,5 @@
 import { describe, expect, it } from "vitest"
-import {
-  decideReminder,
-  describeDeadline,
-  describeRemaining,
-  type ReminderFacts
-} from "../../src/domain/step-reminder.ts"
+import { decideReminder, describeDeadline, type ReminderFacts } from "../../src/domain/step-reminder.ts"
 
 const quiet: ReminderFacts = {
   aborted: false,
@@ -42,9 +37,10 @@ describe("the step reminder decision", () => {
   })
 
   it("says the deadline in words", () => {
-    expect(describeRemaining(45_000)).toBe("45 seconds")
-    expect(describeRemaining(8 * 3_600_000)).toBe("8 hours")
-    expect(describeRemaining(3_600_000 + 60_000)).toBe("1 hour 1 minute")
+    // What is left, in the one duration format of status views and the CLI.
+    expect(describeDeadline(45_000, 0)).toBe("The step's limit ends at 1970-01-01T00:00:45.000Z (in 45s).")
+    expect(describeDeadline(8 * 3_600_000, 0)).toContain("(in 8h).")
+    expect(describeDeadline(3_600_000 + 60_000, 0)).toContain("(in 1h 1m).")
     expect(describeDeadline(null, 0)).toBe("The step has no time limit.")
     expect(describeDeadline(1_000, 2_000)).toContain("passed at 1970-01-01T00:00:01.000Z")
   })
