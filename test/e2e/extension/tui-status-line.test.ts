@@ -5,31 +5,10 @@
  * node, elapsed time and time left to the step's limit, redrawn as time passes; `/workflow
  * cancel` ends the run and the line is gone. Skipped when tmux is not installed.
  */
-import { spawnSync } from "node:child_process"
-import { mkdirSync, writeFileSync } from "node:fs"
-import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
-import { contentText, startMockOpenAI } from "../harness/mock-openai.ts"
-import { sandboxEnv } from "../harness/pi-command.ts"
-import { createPiSandbox, piCliPath } from "../harness/pi-sandbox.ts"
-import { extensionEntry } from "./lab.ts"
+import { contentText } from "../harness/mock-openai.ts"
+import { hasTmux, sleep, startTuiPi, tmux } from "../harness/tui.ts"
 import { SLOW } from "./workflow-sources.ts"
-
-const hasTmux = spawnSync("tmux", ["-V"]).status === 0
-const tmux = (...args: ReadonlyArray<string>) => spawnSync("tmux", args, { encoding: "utf8" })
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
-
-/** The visible screen (no scrollback) until `check` holds; the last capture either way. */
-const screenUntil = async (session: string, check: (screen: string) => boolean, timeoutMs = 20_000) => {
-  const deadline = Date.now() + timeoutMs
-  let screen = ""
-  while (Date.now() < deadline) {
-    screen = tmux("capture-pane", "-p", "-J", "-t", session).stdout
-    if (check(screen)) return screen
-    await sleep(200)
-  }
-  return screen
-}
 
 const LINE = /workflow slow · ask · (\d+)s elapsed · (7h 59m|8h) left/
 
@@ -40,71 +19,44 @@ afterEach(async () => {
 
 describe.skipIf(!hasTmux)("the live status line in interactive Pi (tmux capture)", () => {
   it("appears while the run's step is in flight, counts, and is cleared when the run ends", async () => {
-    const mock = await startMockOpenAI({
-      script: [
-        { toolCalls: [{ name: "workflow", arguments: { action: "start", workflow: "slow" } }] },
-        { text: "The slow workflow is running." },
-        { text: "I will answer the step later." },
-        // The step's two reminders, each answered in plain text too; then the user's notice.
-        { text: "Still later, reminder one." },
-        { text: "Still later, reminder two." }
-      ],
-      defaultReply: { text: "ok" }
+    const tui = await startTuiPi({
+      mock: {
+        script: [
+          { toolCalls: [{ name: "workflow", arguments: { action: "start", workflow: "slow" } }] },
+          { text: "The slow workflow is running." },
+          { text: "I will answer the step later." },
+          // The step's two reminders, each answered in plain text too; then the user's notice.
+          { text: "Still later, reminder one." },
+          { text: "Still later, reminder two." }
+        ],
+        defaultReply: { text: "ok" }
+      },
+      workflows: { "slow.workflow.mjs": SLOW },
+      prefix: "pwt-line",
+      cleanups
     })
-    cleanups.push(() => mock.close())
-    const sandbox = createPiSandbox(mock.baseUrl, "pwt-tui-line-")
-    cleanups.push(() => sandbox.remove())
-    const workflows = join(sandbox.workDir, ".pi", "workflows")
-    mkdirSync(workflows, { recursive: true })
-    writeFileSync(join(workflows, "slow.workflow.mjs"), SLOW)
-    const env = sandboxEnv(sandbox, {
-      TERM: "xterm-256color",
-      PI_WORKFLOWS_DB: join(sandbox.root, "controller.db")
-    })
-    const launcher = join(sandbox.root, "pi.sh")
-    const quote = (value: string) => `'${value.replaceAll("'", "'\\''")}'`
-    writeFileSync(
-      launcher,
-      [
-        "#!/bin/sh",
-        ...Object.entries(env).map(([key, value]) => `export ${key}=${quote(value)}`),
-        `cd ${quote(sandbox.workDir)}`,
-        `exec ${quote(process.execPath)} ${quote(piCliPath())} --provider mock --model mock-model ` +
-          `--session-dir ${quote(sandbox.sessionDir)} --no-extensions -e ${quote(extensionEntry())} ` +
-          "--no-skills --no-prompt-templates --no-context-files --offline"
-      ].join("\n"),
-      { mode: 0o755 }
-    )
-    const session = `pwt-line-${process.pid}`
-    expect(tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "50", launcher).status).toBe(0)
-    cleanups.push(() => {
-      tmux("kill-session", "-t", session)
-    })
-    await screenUntil(session, (screen) => screen.includes("mock-model"))
+    const { mock, session } = tui
     // No run yet: no line.
-    expect(tmux("capture-pane", "-p", "-J", "-t", session).stdout).not.toMatch(LINE)
-    tmux("send-keys", "-t", session, "-l", "Run the slow workflow.")
-    tmux("send-keys", "-t", session, "Enter")
-    const first = await screenUntil(
-      session,
+    expect(tui.capture()).not.toMatch(LINE)
+    tui.type("Run the slow workflow.")
+    const first = await tui.until(
       (screen) =>
         LINE.test(screen) && screen.includes("reminder two") && screen.includes("reminders went unanswered")
     )
     expect(first).toMatch(LINE)
     // Redrawn from memory as time passes: the elapsed time grows.
     const seconds = (screen: string) => Number(LINE.exec(screen)?.[1] ?? "-1")
-    const later = await screenUntil(session, (screen) => seconds(screen) >= seconds(first) + 2)
+    const later = await tui.until((screen) => seconds(screen) >= seconds(first) + 2)
     expect(seconds(later)).toBeGreaterThanOrEqual(seconds(first) + 2)
     // Still the step in flight after its reminders, and the line says so (from its next reread,
     // at most `statusLineRefresh` later: a reminder is no run write).
     const WAITING = new RegExp(`${LINE.source} · waiting for agent \\(reminder 2 of 2\\)`)
-    expect(await screenUntil(session, (screen) => WAITING.test(screen))).toMatch(WAITING)
+    expect(await tui.until((screen) => WAITING.test(screen))).toMatch(WAITING)
     // The run ends: the line is cleared.
-    tmux("send-keys", "-t", session, "-l", "/workflow cancel")
-    tmux("send-keys", "-t", session, "Enter")
+    tui.type("/workflow cancel")
     await sleep(300)
     tmux("send-keys", "-t", session, "Enter")
-    const ended = await screenUntil(session, (screen) => !/workflow slow · ask/.test(screen))
+    const ended = await tui.until((screen) => !/workflow slow · ask/.test(screen))
     expect(ended).not.toMatch(/workflow slow · ask/)
     // The prompt, the start's result, the step, and its two reminders: nothing after the notice
     // or the cancel.
