@@ -165,40 +165,44 @@ describe("step reminders in real Pi", () => {
     expect(waitingNotices(lab)).toEqual([])
   }, 60_000)
 
-  it("Escape during the reminder's turn: no further reminder, the run is held", async () => {
-    const lab = await startScenario({
-      workflows: WORKFLOWS,
-      script: toStep(text("Looking at the issue."), text("Reading slowly…", 8_000), text("More text."))
-    })
-    const mark = lab.pi.mark()
-    await lab.pi.prompt(PROMPT)
-    await lab.waitUntil(() => lab.mock.requestCount() >= 4, "reminder 1's turn is in flight")
-    await lab.pi.abortLikeEscape()
-    await lab.settle(mark, { until: () => lab.runIn("waiting"), label: "the run is held" })
-    expect(await staysQuiet(lab)).toBe(0)
+  // The user stops reminder 1's turn: Escape holds the run, a cancel ends it; neither gets a
+  // second reminder or the notice.
+  const stops = [
+    {
+      name: "Escape during the reminder's turn: no further reminder, the run is held",
+      stop: (lab: Lab) => lab.pi.abortLikeEscape(),
+      state: "waiting",
+      label: "the run is held",
+      // The reminder's own request was cut off.
+      closed: true
+    },
+    {
+      name: "/workflow cancel during the reminder's turn: no further reminder or notice",
+      stop: (lab: Lab) => lab.pi.prompt("/workflow cancel"),
+      state: "cancelled",
+      label: "the run is cancelled",
+      closed: false
+    }
+  ] as const
+  for (const { name, stop, state, label, closed } of stops) {
+    it(name, async () => {
+      const lab = await startScenario({
+        workflows: WORKFLOWS,
+        script: toStep(text("Looking at the issue."), text("Reading slowly…", 8_000), text("More text."))
+      })
+      const mark = lab.pi.mark()
+      await lab.pi.prompt(PROMPT)
+      await lab.waitUntil(() => lab.mock.requestCount() >= 4, "reminder 1's turn is in flight")
+      await stop(lab)
+      await lab.settle(mark, { until: () => lab.runIn(state), label })
+      expect(await staysQuiet(lab)).toBe(0)
 
-    expect(lab.mock.requestCount()).toBe(4)
-    expect(lab.mock.outcomes()[3]).toBe("clientClosed")
-    expect(reminders(lab).map((r) => r.reminder)).toEqual([1])
-    expect(waitingNotices(lab)).toEqual([])
-  }, 60_000)
-
-  it("/workflow cancel during the reminder's turn: no further reminder or notice", async () => {
-    const lab = await startScenario({
-      workflows: WORKFLOWS,
-      script: toStep(text("Looking at the issue."), text("Reading slowly…", 8_000), text("More text."))
-    })
-    const mark = lab.pi.mark()
-    await lab.pi.prompt(PROMPT)
-    await lab.waitUntil(() => lab.mock.requestCount() >= 4, "reminder 1's turn is in flight")
-    await lab.pi.prompt("/workflow cancel")
-    await lab.settle(mark, { until: () => lab.runIn("cancelled"), label: "the run is cancelled" })
-    expect(await staysQuiet(lab)).toBe(0)
-
-    expect(lab.mock.requestCount()).toBe(4)
-    expect(reminders(lab).map((r) => r.reminder)).toEqual([1])
-    expect(waitingNotices(lab)).toEqual([])
-  }, 60_000)
+      expect(lab.mock.requestCount()).toBe(4)
+      if (closed) expect(lab.mock.outcomes()[3]).toBe("clientClosed")
+      expect(reminders(lab).map((r) => r.reminder)).toEqual([1])
+      expect(waitingNotices(lab)).toEqual([])
+    }, 60_000)
+  }
 
   it("/workflow pause during the step's turn: the turn ends in text, no reminder", async () => {
     const lab = await startScenario({
