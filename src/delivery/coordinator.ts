@@ -34,6 +34,11 @@ export interface NaturalMessage {
    * repair resolves the intent as answered whenever it is stored or claimed later.
    */
   readonly answers?: string
+  /**
+   * Never a second copy: not sent when the branch already holds a message of the same custom type
+   * whose `details.requestId` is this message's (a waiting presentation sent again after a restart).
+   */
+  readonly once?: true
 }
 
 export interface NaturalReceipt {

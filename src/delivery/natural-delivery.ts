@@ -10,6 +10,8 @@
  * - The intent held by another live claimant: retry the claim until the lease bound passes;
  *   if it gets resolved meanwhile, or the bound passes, the message is sent without it.
  *
+ * A `once` message whose copy the branch already holds is not sent again (nothing else changes).
+ *
  * The message itself is never silently dropped: whatever happens to the bookkeeping, it is
  * either sent or found in the branch. The exception is a message bound to its intent
  * (`turnIntentId`, a completed run's presentation): it goes out only through that intent, so
@@ -142,12 +144,32 @@ const throughIntent = (
     return { _tag: "Done", receipt: { turnIntentId: intent.intentId, sent: true, note } }
   })
 
+const requestIdOf = (details: unknown): unknown =>
+  typeof details === "object" && details !== null && "requestId" in details ? details.requestId : undefined
+
+/** A `once` message whose copy (same type, same request ID) the branch already holds. */
+const alreadyInBranch = (env: DeliveryEnv, natural: NaturalMessage): Effect.Effect<boolean> =>
+  natural.once !== true
+    ? Effect.succeed(false)
+    : Effect.map(env.session.branch, (branch) => {
+        const requestId = requestIdOf(natural.message.details)
+        return (
+          requestId !== undefined &&
+          branch.some(
+            (entry) =>
+              entry.customType === natural.message.customType && requestIdOf(entry.details) === requestId
+          )
+        )
+      })
+
 const deliver = (
   env: DeliveryEnv,
   natural: NaturalMessage,
   token: string
 ): Effect.Effect<NaturalReceipt, SendFailed> =>
   Effect.gen(function* () {
+    if (yield* alreadyInBranch(env, natural))
+      return { turnIntentId: null, sent: false, note: "already in the branch" }
     let waited = false
     // Set at the first claim held by someone else: a live claim ends within one lease.
     let deadline: number | null = null

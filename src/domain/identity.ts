@@ -111,7 +111,7 @@ export const resolutionMessageId = (turnIntentId: string, resolution: string): s
  * One predicate serves every tool action (status, cancel, restart, submit, progress).
  */
 /** The tool actions that name a run, directly or through one of its requests. */
-export const OwnedAction = Schema.Literal("status", "cancel", "restart", "submit", "progress")
+export const OwnedAction = Schema.Literal("status", "cancel", "restart", "submit", "progress", "answer")
 export type OwnedAction = typeof OwnedAction.Type
 
 /** The agent of one session asked to act on another session's run; nothing was changed. */

@@ -28,6 +28,8 @@ export interface RunConditionInput {
   readonly claimToken: string | null
   readonly claimExpiresAt: number | null
   readonly openRequestId: string | null
+  /** The open request of the waiting checkpoint the run stands at (absent: none). */
+  readonly waitRequestId?: string | null
 }
 
 export type RunCondition =
@@ -36,6 +38,8 @@ export type RunCondition =
   | { readonly _tag: "Pausing" }
   | { readonly _tag: "Cancelling"; readonly by: "agent" | "user" }
   | { readonly _tag: "WaitingForAgent"; readonly reminder: number }
+  /** At a waiting checkpoint: nothing runs until its answer or its deadline. */
+  | { readonly _tag: "Waiting" }
   | { readonly _tag: "Parked"; readonly reason: string }
   | { readonly _tag: "Held" }
   | { readonly _tag: "Paused" }
@@ -55,6 +59,7 @@ export const runCondition = (run: RunConditionInput, now: number, remindersSent 
     case "queued":
       return { _tag: "Queued" }
     case "waiting":
+      if ((run.waitRequestId ?? null) !== null) return { _tag: "Waiting" }
       return run.parkedReason === USER_HOLD_REASON ? { _tag: "Held" } : { _tag: "Paused" }
     case "running":
       break
@@ -93,6 +98,8 @@ export const conditionLabel = (condition: RunCondition): string => {
       return `running (cancel requested by the ${condition.by})`
     case "WaitingForAgent":
       return `waiting for agent (reminder ${condition.reminder} of ${MAX_STEP_REMINDERS})`
+    case "Waiting":
+      return "waiting for an answer"
     case "Parked":
       return `parked (${shortReason(condition.reason)})`
     case "Held":

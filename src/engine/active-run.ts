@@ -9,6 +9,7 @@
  * no longer exists proves the owner dead. Across machines nothing is provable: only the lease
  * decides there. A reused pid only makes a dead owner look alive (the lease still ends it).
  */
+import type { WaitRecord } from "../store/run-waits.ts"
 import { randomUUID } from "node:crypto"
 import { readFileSync } from "node:fs"
 import { hostname, uptime } from "node:os"
@@ -101,6 +102,14 @@ export interface EngineSettings {
 }
 
 /** What the runner needs, resolved once by the engine. */
+/** What the runner hands on once the run waits at a checkpoint: its presentation is sent after. */
+export interface Waiting {
+  readonly wait: WaitRecord
+  readonly workflowName: string
+  /** The runner's outstanding abort's intent, which the presentation answers (see visit.ts). */
+  readonly answers: string | undefined
+}
+
 export interface RunnerDeps {
   readonly store: RunStoreService
   readonly coordinator: CoordinatorService
@@ -114,6 +123,8 @@ export interface RunnerDeps {
   readonly background: (effect: Effect.Effect<void>) => Effect.Effect<void>
   /** Where `ctx.progress` reports go, when the app wires notifications. */
   readonly progress: Option.Option<StepProgressService>
+  /** The run now waits at a checkpoint: send its presentation, watch its deadline (engine-live.ts). */
+  readonly onWait: (waiting: Waiting) => Effect.Effect<void>
 }
 
 export const newId = (prefix: string) => Effect.sync(() => `${prefix}-${randomUUID()}`)

@@ -81,7 +81,19 @@ export interface ComputeNode {
   readonly description?: string
 }
 
-export type WorkflowNode = AgentNode | ComputeNode
+/**
+ * A waiting checkpoint: the run asks a question and waits, holding no runner, until the model
+ * (`workflow answer`) or the user (`/workflow answer`) answers it or its limit passes. Its output
+ * is `{ answer }`; a limit that passes first is the outcome `timed_out`.
+ */
+export interface WaitNode {
+  readonly type: "wait"
+  readonly prompt: string | ((context: StepContext) => string | PromiseLike<string>)
+  readonly timeoutMs?: TimeoutMs
+  readonly description?: string
+}
+
+export type WorkflowNode = AgentNode | ComputeNode | WaitNode
 
 /**
  * One outgoing edge per node. A switch reads the input (`$.x`), the node's output (`$output.x`)

@@ -24,6 +24,7 @@ import {
   type StopRequest,
   workflowRefOf
 } from "./active-run.ts"
+import { makeCheckpoints } from "./checkpoint.ts"
 import { openStepFor } from "./open-step.ts"
 import { adopt } from "./adopt.ts"
 import { Engine, type EngineConfig, type EngineService } from "./engine.ts"
@@ -58,6 +59,7 @@ export const make = (config: EngineConfig = {}) =>
     const settings = settingsOf(config)
     const fibers = yield* FiberMap.make<string>()
     const detached = yield* FiberSet.make()
+    const watchers = yield* FiberMap.make<string>()
     const handles = yield* Ref.make<ReadonlyMap<string, ActiveRun>>(new Map())
     const closing = yield* Ref.make(false)
     const deps: RunnerDeps = {
@@ -68,7 +70,8 @@ export const make = (config: EngineConfig = {}) =>
       events,
       settings,
       background: (effect) => Effect.asVoid(FiberSet.run(detached, effect)),
-      progress
+      progress,
+      onWait: (waiting) => checkpoints.onWait(waiting)
     }
 
     const now = Clock.currentTimeMillis
@@ -225,6 +228,15 @@ export const make = (config: EngineConfig = {}) =>
 
     const pause: EngineService["pause"] = Effect.fn("Engine.pause")(function* (runId) {
       yield* Effect.annotateCurrentSpan("runId", runId)
+      const waiting = yield* requireRun(runId)
+      if (waiting.waitRequestId !== null) {
+        return yield* new InvalidRunState({
+          runId,
+          state: waiting.state,
+          action: "pause",
+          problem: "it waits for an answer already (nothing runs); cancel it or answer it"
+        })
+      }
       const result = yield* store.requestPause(runId)
       if (result._tag === "Refused") {
         const queued = result.run.state === "queued"
@@ -249,6 +261,10 @@ export const make = (config: EngineConfig = {}) =>
         const record = yield* requireRun(runId)
         const refuse = (problem: string) =>
           new InvalidRunState({ runId, state: record.state, action: "resume", problem })
+        if (record.waitRequestId !== null)
+          return yield* refuse(
+            `it waits for an answer (request ${record.waitRequestId}): /workflow answer ${runId} <text>`
+          )
         // A pause the owner has not reached yet is simply withdrawn: the run never stopped.
         const withdrawn = yield* store.withdrawPause(runId)
         if (Option.isSome(withdrawn)) return summarize(withdrawn.value, yield* now)
@@ -280,6 +296,21 @@ export const make = (config: EngineConfig = {}) =>
         return summarize(claimed, yield* now)
       })
 
+    const checkpoints = makeCheckpoints({
+      store,
+      coordinator,
+      // The runner that set the run waiting may not have stopped yet: the answer can be that fast.
+      resume: (runId) =>
+        Effect.zipRight(
+          Effect.flatMap(activeRun(runId), (run) =>
+            run === undefined ? Effect.void : Deferred.await(run.finished)
+          ),
+          resumeRun(runId, undefined)
+        ),
+      watchers,
+      background: deps.background
+    })
+
     const recover: EngineService["recover"] = Effect.fn("Engine.recover")(function* (sessionId) {
       yield* Effect.annotateCurrentSpan("sessionId", sessionId)
       const at = yield* now
@@ -302,6 +333,8 @@ export const make = (config: EngineConfig = {}) =>
         else if (outcome.left._tag === "StoreFailure") return yield* outcome.left
         else refused.push({ runId: run.runId, reason: outcome.left.message })
       }
+      // Waiting runs hold no claim: their deadlines are watched and presentations resent here.
+      yield* checkpoints.recover(sessionId)
       return { resumed, refused }
     })
 
@@ -368,6 +401,10 @@ export const make = (config: EngineConfig = {}) =>
       submit: Effect.fn("Engine.submit")(function* (input) {
         yield* Effect.annotateCurrentSpan("requestId", input.requestId)
         return yield* submitRequest(store, activeRun, input)
+      }),
+      answer: Effect.fn("Engine.answer")(function* (input) {
+        yield* Effect.annotateCurrentSpan({ requestId: input.requestId, by: input.by })
+        return yield* checkpoints.answer(input)
       }),
       cancel,
       pause,

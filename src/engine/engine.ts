@@ -18,7 +18,9 @@ import type {
   RunNotFound,
   SubmitReceipt
 } from "../store/run-store.ts"
+import type { AnswerInput } from "./checkpoint.ts"
 import type {
+  AnswerRejected,
   InvalidRunState,
   InvalidWorkflowInput,
   RunBusy,
@@ -32,6 +34,7 @@ import type { SubmitInput } from "./visit.ts"
 
 export type { RunStatus, RunSummary, StepView } from "./messages.ts"
 export type { SubmitInput } from "./visit.ts"
+export type { AnswerInput } from "./checkpoint.ts"
 
 export interface EngineConfig {
   /** Limit of nodes that omit `timeoutMs` (default 15 minutes). */
@@ -76,6 +79,13 @@ export interface EngineService {
   readonly submit: (
     input: SubmitInput
   ) => Effect.Effect<SubmitReceipt, SubmitRejected | ForeignRun | ClaimLost | StoreFailure>
+  /**
+   * The first answer to a waiting checkpoint (the model's `workflow answer`, the user's
+   * `/workflow answer`): the wait node's output becomes `{answer}` and the run goes on here.
+   */
+  readonly answer: (
+    input: AnswerInput
+  ) => Effect.Effect<SubmitReceipt, AnswerRejected | ForeignRun | StoreFailure>
   /** `agent`: the `workflow` tool; `user`: `/workflow cancel`. */
   readonly cancel: (
     runId: string,

@@ -134,7 +134,8 @@ export const SubmitRejection = Schema.Literal(
   "crossRun",
   "duplicate",
   "invalidOutput",
-  "notActive"
+  "notActive",
+  "waitRequest"
 )
 export type SubmitRejection = typeof SubmitRejection.Type
 
@@ -146,6 +147,28 @@ export class SubmitRejected extends Schema.TaggedError<SubmitRejected>()("Submit
 }) {
   override get message() {
     return `submission for request ${this.requestId} rejected (${this.reason}): ${this.detail}`
+  }
+}
+
+/** Why an answer to a waiting checkpoint was refused. */
+export const AnswerRejection = Schema.Literal(
+  "unknown",
+  "notWait",
+  "crossRun",
+  "answered",
+  "closed",
+  "invalidAnswer"
+)
+export type AnswerRejection = typeof AnswerRejection.Type
+
+/** An answer was refused; nothing changed and the run still waits (if it did). */
+export class AnswerRejected extends Schema.TaggedError<AnswerRejected>()("AnswerRejected", {
+  requestId: Schema.String,
+  reason: AnswerRejection,
+  detail: Schema.String
+}) {
+  override get message() {
+    return `answer for request ${this.requestId} rejected (${this.reason}): ${this.detail}`
   }
 }
 

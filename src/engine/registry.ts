@@ -103,7 +103,7 @@ export const layerFromDefinitions = (
 export const SNAPSHOT_SCHEMA = "pi-workflows.definition-snapshot.v1"
 
 const NodeSnapshot = Schema.Struct({
-  type: Schema.Literal("agent", "compute"),
+  type: Schema.Literal("agent", "compute", "wait"),
   description: Schema.optional(Schema.String),
   /** String prompts only; a prompt function is omitted. */
   prompt: Schema.optional(Schema.String),
@@ -145,7 +145,7 @@ export const snapshotOf = (workflow: LoadedWorkflow): DefinitionSnapshot => {
     nodes[id] = {
       type: node.type,
       ...(source?.description === undefined ? {} : { description: source.description }),
-      ...(node.type === "agent" && typeof node.prompt === "string" ? { prompt: node.prompt } : {}),
+      ...(node.type !== "compute" && typeof node.prompt === "string" ? { prompt: node.prompt } : {}),
       ...(node.timeout._tag === "Fixed"
         ? { timeoutMs: node.timeout.ms }
         : node.timeout._tag === "None"

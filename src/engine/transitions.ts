@@ -21,7 +21,7 @@ import type { ActiveRun, RunnerDeps, StopRequest, VisitState } from "./active-ru
 import { decide, type NodeResult } from "./definition.ts"
 import { interrupt, onClaimLost, recordAgentCancel, terminal } from "./interrupt.ts"
 import { presentRun } from "./messages.ts"
-import type { VisitResult } from "./visit.ts"
+import { answeredIntent, type VisitResult } from "./visit.ts"
 
 type Step = Effect.Effect<string | null, ClaimLost | StoreFailure>
 
@@ -240,6 +240,13 @@ export const settleVisit = Effect.fn("Runner.settle")(function* (
         timeoutMs: at.timeoutMs
       } as const
       return yield* conclude(deps, run, at, "failed", { error: raw.error }, step, "failed")
+    }
+    case "Waiting": {
+      // The run waits without a runner: this one stops; its presentation goes out detached.
+      yield* Ref.update(run.memory, (m) => ({ ...m, visit: null }))
+      const answers = yield* answeredIntent(run)
+      yield* deps.onWait({ wait: raw.wait, workflowName: run.workflow.name, answers })
+      return null
     }
     case "TimedOut": {
       const error = `timed out after ${duration(raw.timeoutMs)}`

@@ -17,6 +17,7 @@ import {
   type JsonCheck,
   parseExpression,
   type Route,
+  type WaitNode,
   type WorkflowDefinition
 } from "./definition.ts"
 import { exampleOf, readableIssues } from "../domain/errors.ts"
@@ -35,6 +36,12 @@ export type LoadedNode =
       readonly type: "compute"
       readonly id: string
       readonly run: ComputeNode["run"]
+      readonly timeout: TimeoutSpec
+    }
+  | {
+      readonly type: "wait"
+      readonly id: string
+      readonly prompt: WaitNode["prompt"]
       readonly timeout: TimeoutSpec
     }
 
@@ -71,7 +78,8 @@ const TOP_KEYS = new Set([
 ])
 const NODE_KEYS = {
   agent: new Set(["type", "prompt", "output", "timeoutMs", "description"]),
-  compute: new Set(["type", "run", "timeoutMs", "description"])
+  compute: new Set(["type", "run", "timeoutMs", "description"]),
+  wait: new Set(["type", "prompt", "timeoutMs", "description"])
 }
 
 // Plain fields (no parameter properties) keep this module loadable with Node's type stripping.
@@ -126,8 +134,11 @@ const loadNode = (id: string, value: unknown): LoadedNode => {
     throw new Problem(id, "node IDs start with a letter or _ and use letters, digits, _ and - (max 128)")
   }
   if (!isRecord(value)) throw new Problem(id, "a node must be an object")
-  if (value.type !== "agent" && value.type !== "compute") {
-    throw new Problem(id, `type must be "agent" or "compute", got ${JSON.stringify(value.type) ?? "nothing"}`)
+  if (value.type !== "agent" && value.type !== "compute" && value.type !== "wait") {
+    throw new Problem(
+      id,
+      `type must be "agent", "compute" or "wait", got ${JSON.stringify(value.type) ?? "nothing"}`
+    )
   }
   const extra = unknownKey(value, NODE_KEYS[value.type])
   if (extra !== undefined) {
@@ -146,8 +157,12 @@ const loadNode = (id: string, value: unknown): LoadedNode => {
   }
   const prompt = value.prompt
   if (!(typeof prompt === "function" || (typeof prompt === "string" && prompt.trim().length > 0))) {
-    throw new Problem(id, "an agent node needs a prompt: a non-empty string or a function of the context")
+    throw new Problem(
+      id,
+      `${value.type === "wait" ? "a wait" : "an agent"} node needs a prompt: a non-empty string or a function of the context`
+    )
   }
+  if (value.type === "wait") return { type: "wait", id, prompt: prompt as WaitNode["prompt"], timeout }
   if (value.output !== undefined && !isCheck(value.output)) {
     throw new Problem(id, "output must be a function returning true or a problem, or an Effect Schema")
   }

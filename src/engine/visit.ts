@@ -18,9 +18,11 @@ import { type ForeignRun, foreignRun } from "../domain/identity.ts"
 import { abortIntentId } from "../interruption/run-debts.ts"
 import { progressProblem } from "../notifications/notifier.ts"
 import type { ClaimLost, RequestRecord, RunStoreService, SubmitReceipt } from "../store/run-store.ts"
+import type { WaitRecord } from "../store/run-waits.ts"
 import type { StoreFailure } from "../store/store-errors.ts"
 import { type ActiveRun, newId, type RunnerDeps, type StopRequest, type VisitState } from "./active-run.ts"
 import type { StepContext } from "./definition.ts"
+import { enterWait } from "./checkpoint.ts"
 import { SubmitRejected, type SubmitRejection } from "./errors.ts"
 import { agentStepMessage, DELIVERY } from "./messages.ts"
 import { remainingMs, resolveTimeout, sleepMillis } from "./timeout.ts"
@@ -31,6 +33,8 @@ export type VisitResult =
   | { readonly _tag: "Failed"; readonly error: string }
   | { readonly _tag: "TimedOut"; readonly timeoutMs: number }
   | { readonly _tag: "Stopped"; readonly stop: StopRequest }
+  /** A wait node: the run now waits (no claim) for this checkpoint's answer. */
+  | { readonly _tag: "Waiting"; readonly wait: WaitRecord }
 
 const ok = (output: unknown): VisitResult => ({ _tag: "Ok", output })
 const failed = (error: string): VisitResult => ({ _tag: "Failed", error: boundReason(error) })
@@ -118,7 +122,7 @@ const markSuccessorSent = (deps: RunnerDeps, run: ActiveRun) =>
  * The intent of the abort this prompt answers (the runner's outstanding one), so the prompt can
  * carry its identity even when the intent store cannot be read at send time.
  */
-const answeredIntent = (run: ActiveRun) =>
+export const answeredIntent = (run: ActiveRun) =>
   Effect.flatMap(Ref.get(run.memory), ({ outstanding }) =>
     outstanding === null
       ? Effect.succeed(undefined)
@@ -219,15 +223,24 @@ const runNode = (deps: RunnerDeps, run: ActiveRun, visit: VisitState) =>
       const timeoutMs = limit.right
       yield* updateVisit(run, visit.attemptId, (v) => ({ ...v, timeoutMs }))
       yield* recordLimit(deps, run, visit, timeoutMs)
+      const now = yield* Clock.currentTimeMillis
+      const left = timeoutMs === null ? null : remainingMs(timeoutMs, visit.deadlineFrom, now)
+      const timedOut: VisitResult = { _tag: "TimedOut", timeoutMs: timeoutMs ?? 0 }
+      // A taken-over visit whose deadline has passed times out at once, without a new prompt.
+      if (left === 0) return timedOut
+      if (visit.node.type === "wait") {
+        // Not raced against its limit here: the run waits without a runner (checkpoint.ts).
+        const deadlineAt = left === null ? null : now + left
+        const entered = yield* enterWait(deps, run, visit, visit.node, context, { timeoutMs, deadlineAt })
+        return Either.isLeft(entered)
+          ? failed(entered.left)
+          : ({ _tag: "Waiting", wait: entered.right } as const)
+      }
       const work =
         visit.node.type === "compute"
           ? compute(visit.node, context)
           : agent(deps, run, visit, visit.node, context)
-      if (timeoutMs === null) return yield* work
-      const timedOut: VisitResult = { _tag: "TimedOut", timeoutMs }
-      const left = remainingMs(timeoutMs, visit.deadlineFrom, yield* Clock.currentTimeMillis)
-      // A taken-over visit whose deadline has passed times out at once, without a new prompt.
-      if (left === 0) return timedOut
+      if (left === null) return yield* work
       const expiry = Effect.as(sleepMillis(left), timedOut)
       const result = yield* Effect.raceFirst(work, expiry)
       if (result._tag === "TimedOut") yield* abort(`node "${visit.nodeId}" timed out`)
@@ -295,6 +308,12 @@ export const submit = (
     if (Option.isNone(owner)) return yield* reject(requestId, "unknown", "the request's run no longer exists")
     const foreign = foreignRun(owner.value, input.sessionId, "submit")
     if (foreign !== null) return yield* foreign
+    if (owner.value.waitRequestId === requestId || Option.isSome(yield* store.waitOf(requestId)))
+      return yield* reject(
+        requestId,
+        "waitRequest",
+        'this request is a waiting checkpoint\'s; answer it with {"action": "answer", "requestId": …, "answer": …}'
+      )
     if (request.state === "submitted") return yield* repeat(request, output)
     if (request.state === "closed") return yield* reject(requestId, "stale", closedDetail(request))
     const run = yield* activeRun(request.runId)

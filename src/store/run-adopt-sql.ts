@@ -59,6 +59,7 @@ export const makeAdopt =
             new ClaimRefused({ runId: run.runId, state: run.state, reason })
           if (isTerminal(run.state)) return yield* refuse("terminal")
           if (run.state === "queued") return yield* refuse("queued")
+          if (run.waitRequestId !== null) return yield* refuse("waiting")
           const live = run.claimToken !== null && (run.claimExpiresAt ?? 0) > now
           if (live && !(input.takeoverFrom !== undefined && run.claimToken === input.takeoverFrom)) {
             return yield* refuse("held")

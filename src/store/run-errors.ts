@@ -35,7 +35,7 @@ export class ClaimLost extends Schema.TaggedError<ClaimLost>()("ClaimLost", {
 export class ClaimRefused extends Schema.TaggedError<ClaimRefused>()("ClaimRefused", {
   runId: Schema.String,
   state: Schema.String,
-  reason: Schema.Literal("terminal", "notQueued", "queued", "held", "delivering")
+  reason: Schema.Literal("terminal", "notQueued", "queued", "held", "delivering", "waiting")
 }) {
   override get message() {
     const why = {
@@ -43,7 +43,8 @@ export class ClaimRefused extends Schema.TaggedError<ClaimRefused>()("ClaimRefus
       notQueued: "it is not queued",
       queued: "it is still queued (activate it instead)",
       held: "another runner holds a live claim",
-      delivering: "a successor message of the run is being delivered in its session right now"
+      delivering: "a successor message of the run is being delivered in its session right now",
+      waiting: "it waits for an answer (/workflow answer, or the model's workflow answer)"
     }[this.reason]
     return `run ${this.runId} (${this.state}) cannot be claimed: ${why}`
   }

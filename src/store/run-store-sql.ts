@@ -22,6 +22,7 @@ import {
   type RunStoreService
 } from "./run-store.ts"
 import { makeAdopt, takeOver } from "./run-adopt-sql.ts"
+import { makeWaits } from "./run-waits-sql.ts"
 import { iso, makeControlWrites, makeFencedWrites, presentRun } from "./run-writes-sql.ts"
 import { asStoreFailure, StoreFailure } from "./store-errors.ts"
 
@@ -34,6 +35,8 @@ const makeRunReads = (sql: SqlClient.SqlClient) => {
         (SELECT sn.snapshot_json FROM workflow_run_snapshots sn WHERE sn.run_id = r.run_id) AS snapshot_json,
         (SELECT q.request_id FROM workflow_requests q WHERE q.run_id = r.run_id AND q.state = 'open')
           AS open_request_id,
+        (SELECT q.request_id FROM workflow_requests q JOIN workflow_waits w ON w.request_id = q.request_id
+          WHERE q.run_id = r.run_id AND q.state = 'open' AND r.state = 'waiting') AS wait_request_id,
         (SELECT count(*) FROM workflow_steps s WHERE s.run_id = r.run_id AND s.outcome IS NOT NULL)
           AS step_count
       FROM workflow_runs r WHERE ${where}`
@@ -142,6 +145,7 @@ export const make = Effect.gen(function* () {
   const fencedRun = presentRun(requireRun)
   const fencedWrites = makeFencedWrites(sql, db, requireRun)
   const controlWrites = makeControlWrites(sql, db, requireRun)
+  const waits = makeWaits(sql, db, requireRun)
 
   const checkLease = (leaseMs: number) =>
     Number.isSafeInteger(leaseMs) && leaseMs > 0
@@ -200,6 +204,8 @@ export const make = Effect.gen(function* () {
               if (run.state === "queued") return yield* refuse("queued")
               const takeover = input.takeoverFrom !== undefined && run.claimToken === input.takeoverFrom
               if (live && !takeover) return yield* refuse("held")
+              // A waiting checkpoint moves on by its answer or its deadline, never by a resume.
+              if (run.waitRequestId !== null) return yield* refuse("waiting")
               yield* takeOver(sql, run.runId, { token: input.token, expires, now })
             }
             return yield* requireRun(run.runId)
@@ -274,7 +280,12 @@ export const make = Effect.gen(function* () {
     listBySession: traced(span("listBySession"), reads.listBySession),
     list: traced(span("list"), reads.list),
     steps: traced(span("steps"), reads.steps),
-    request: traced(span("request"), reads.request)
+    request: traced(span("request"), reads.request),
+    wait: traced(span("wait"), waits.wait),
+    answerWait: traced(span("answerWait"), waits.answerWait),
+    expireWait: traced(span("expireWait"), waits.expireWait),
+    waitOf: traced(span("waitOf"), waits.waitOf),
+    waits: traced(span("waits"), waits.waits)
   })
 })
 

@@ -14,6 +14,7 @@ import type {
   ReservationConflict,
   RunNotFound
 } from "./run-errors.ts"
+import type { WaitOperations } from "./run-waits.ts"
 import type { StoreFailure } from "./store-errors.ts"
 
 export const TerminalRunState = Schema.Literal("completed", "failed", "timed_out", "cancelled")
@@ -110,6 +111,8 @@ export interface RunRecord {
   readonly claimExpiresAt: number | null
   readonly claims: number
   readonly openRequestId: string | null
+  /** The open request of the waiting checkpoint the run stands at (state `waiting`), else null. */
+  readonly waitRequestId: string | null
   /** Visits that produced an outcome (what `maxSteps` counts). */
   readonly stepCount: number
   readonly createdAt: string
@@ -275,7 +278,8 @@ type Fenced<A> = Effect.Effect<A, ClaimLost | StoreFailure>
 type Found<A> = Effect.Effect<A, RunNotFound | StoreFailure>
 type Read<A> = Effect.Effect<A, StoreFailure>
 
-export interface RunStoreService {
+/** The waiting checkpoints' operations are in `run-waits.ts`. */
+export interface RunStoreService extends WaitOperations {
   // Queue
   readonly reserve: (run: NewRun) => Effect.Effect<RunRecord, ReservationConflict | StoreFailure>
   /** The oldest queued run of a session. */

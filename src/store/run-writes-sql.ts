@@ -26,7 +26,8 @@ import { asStoreFailure, type InfraError, StoreFailure } from "./store-errors.ts
 
 /**
  * An answered abort: the row still says an abort is pending (`abort_pending = 1`), but a
- * workflow prompt of the run already resolved that abort's intent (`workflowPrompt`). The runner
+ * workflow prompt (or a waiting checkpoint's presentation: the run has not ended, so no completed
+ * run's presentation) already resolved that abort's intent. The runner
  * that sent the prompt clears the row right after the send; if it died, lost its claim or its
  * clear failed first, the run's end would reuse the resolved intent and get no terminal turn. So
  * every write that takes the row's pending abort as outstanding (a claim: the new owner's memory
@@ -46,7 +47,7 @@ export const clearAnsweredAbort = (sql: SqlClient.SqlClient, runId: string) =>
         WHERE i.run_id = workflow_runs.run_id AND i.cause = workflow_runs.abort_cause
           AND coalesce(i.node_id, '') = coalesce(workflow_runs.abort_node_id, '')
           AND coalesce(i.attempt_id, '') = coalesce(workflow_runs.abort_attempt_id, '')
-          AND i.resolution = 'workflowPrompt')`
+          AND i.resolution IN ('workflowPrompt', 'presentation'))`
 
 /** A run as it is now, read inside the caller's transaction (`run-store-sql.ts`). */
 export type RequireRun = (runId: string) => Effect.Effect<RunRecord, RunNotFound | InfraError>
@@ -68,19 +69,10 @@ export const presentRun = (requireRun: RequireRun) => (runId: string) =>
     Effect.fail(new StoreFailure({ operation: "read", message: error.message }))
   )
 
-export const makeFencedWrites = (
-  sql: SqlClient.SqlClient,
-  db: DatabaseService,
-  requireRun: RequireRun
-): Pick<
-  RunStoreService,
-  "startStep" | "openRequest" | "recordInterruption" | "clearInterruption" | "submit" | "settle" | "advance"
-> => {
-  const fencedRun = presentRun(requireRun)
-  const lockWait = waitingForLocks(db)
-
-  /** Inside one immediate transaction: verify the claim, then run `body`. */
-  const fenced = <A, E, R>(operation: string, fence: Fence, body: Effect.Effect<A, E, R>) =>
+/** Inside one immediate transaction: verify the claim, then run `body`. */
+export const fencedIn =
+  (sql: SqlClient.SqlClient, db: DatabaseService) =>
+  <A, E, R>(operation: string, fence: Fence, body: Effect.Effect<A, E, R>) =>
     db
       .immediate(
         Effect.gen(function* () {
@@ -94,6 +86,18 @@ export const makeFencedWrites = (
         })
       )
       .pipe(asStoreFailure(operation))
+
+export const makeFencedWrites = (
+  sql: SqlClient.SqlClient,
+  db: DatabaseService,
+  requireRun: RequireRun
+): Pick<
+  RunStoreService,
+  "startStep" | "openRequest" | "recordInterruption" | "clearInterruption" | "submit" | "settle" | "advance"
+> => {
+  const fencedRun = presentRun(requireRun)
+  const lockWait = waitingForLocks(db)
+  const fenced = fencedIn(sql, db)
 
   const startStep: RunStoreService["startStep"] = (fence, input) =>
     fenced(

@@ -14,6 +14,7 @@
  * file of a release before versioning (tables, no record) is adopted: version 1 is idempotent
  * DDL, version 2 recognises the old shape from the stored DDL.
  */
+import { waitsTable } from "./run-waits-sql.ts"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type * as SqlError from "@effect/sql/SqlError"
@@ -257,7 +258,10 @@ export const migrations = {
   "3_run_end_facts": runEndFacts,
   "4_run_snapshots": runSnapshots,
   "5_step_reminders": stepReminders,
-  "6_run_event_adopted": runEventAdopted
+  "6_run_event_adopted": runEventAdopted,
+  "7_waits": Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.forEach(waitsTable("TEXT", "INTEGER"), (statement) => sql.unsafe(statement), { discard: true })
+  )
 }
 
 // --- Versions (both backends) ------------------------------------------------------------------

@@ -50,6 +50,7 @@ export const run = (overrides: Partial<RunRecord> = {}): RunRecord => ({
   claimExpiresAt: null,
   claims: 1,
   openRequestId: null,
+  waitRequestId: null,
   stepCount: 2,
   createdAt: "2026-12-01T04:00:00.000Z",
   updatedAt: "2026-12-01T04:01:00.000Z",

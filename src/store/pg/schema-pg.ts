@@ -10,6 +10,7 @@
  * Versioned through @effect/sql's Migrator: each entry of `migrations` runs once per database,
  * in order, recorded in `effect_sql_migrations`.
  */
+import { waitsTable } from "../run-waits-sql.ts"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { adoptedEventsPg } from "../run-events-sql.ts"
@@ -288,7 +289,8 @@ export const migrations = {
   "3_run_end_facts": run(runEndFactsPg),
   "4_run_snapshots": run(runSnapshotsPg),
   "5_step_reminders": run(stepRemindersTable(T)),
-  "6_run_event_adopted": run(adoptedEventsPg(T))
+  "6_run_event_adopted": run(adoptedEventsPg(T)),
+  "7_waits": run(waitsTable(T, "BIGINT"))
 }
 
 /** The versions this release knows on PostgreSQL. */
