@@ -1,6 +1,6 @@
 /**
  * The user's `/workflow` command: its arguments (`start <name> [json]`, `status [runId]`,
- * `cancel [runId]`, `pause [runId]`, `resume [runId]`, `list`; pure parsing), its actions and its
+ * `cancel [runId]`, `pause [runId]`, `resume [runId]`, `answer <runId> <text>`, `list`; pure parsing), its actions and its
  * tab completion. Unlike the tool, nothing here creates a turn intent: a direct cancel or pause is
  * the user taking control, so no automatic model turn follows. Also unlike the tool, the user may
  * act on any run of the project, another session's included; the reply then names the owning
@@ -14,7 +14,7 @@ import { WorkflowRegistry } from "../engine/registry.ts"
 import { Notifications } from "../notifications/notifications.ts"
 import { oneLine } from "../notifications/notifier.ts"
 import { PiSession } from "../session/pi-session.ts"
-import { RunStore } from "../store/run-store.ts"
+import { RunNotFound, RunStore } from "../store/run-store.ts"
 import { MAX_ERROR_CHARS, quote } from "./input-bounds.ts"
 import {
   cancelledWithTurn,
@@ -35,9 +35,11 @@ export type CommandInput =
   | { readonly _tag: "list"; readonly all?: boolean }
   | { readonly _tag: "start"; readonly workflow: string; readonly input: unknown }
   | { readonly _tag: "status" | "cancel" | "pause" | "resume"; readonly runId: string | undefined }
+  /** The user's answer to the run's waiting checkpoint: the text as a JSON string. */
+  | { readonly _tag: "answer"; readonly runId: string; readonly text: string }
 
 export const COMMAND_USAGE =
-  "usage: /workflow list [--all] | start <name> [json input] | status [runId] | cancel [runId] | pause [runId] | resume [runId]"
+  "usage: /workflow list [--all] | start <name> [json input] | status [runId] | cancel [runId] | pause [runId] | resume [runId] | answer <runId> <text>"
 
 export const parseCommand = (args: string): Either.Either<CommandInput, string> => {
   const trimmed = args.trim()
@@ -73,6 +75,13 @@ export const parseCommand = (args: string): Either.Either<CommandInput, string> 
     case "resume":
       if (restParts.length > 1) return Either.left(COMMAND_USAGE)
       return Either.right({ _tag: verb, runId: restParts[0] })
+    case "answer": {
+      const [runId] = restParts
+      const text = runId === undefined ? "" : rest.slice(runId.length).trim()
+      if (runId === undefined || text === "")
+        return Either.left(`/workflow answer needs a run ID and the answer: /workflow answer <runId> <text>`)
+      return Either.right({ _tag: "answer", runId, text })
+    }
     default:
       return Either.left(`unknown subcommand ${quote(verb)}. ${COMMAND_USAGE}`)
   }
@@ -183,6 +192,33 @@ export const runCommand = (input: CommandInput): Effect.Effect<CommandReply, nev
           ok(`Pausing at the next step boundary: ${describeRun(paused)}${ownerNote(paused, sessionId)}`)
         )
       }
+      case "answer": {
+        const store = yield* RunStore
+        const run = yield* store.get(input.runId)
+        if (Option.isNone(run)) return yield* new RunNotFound({ runId: input.runId })
+        if (run.value.targetSessionId !== sessionId)
+          return reply(
+            failed(
+              "answer",
+              `run ${input.runId} waits in session ${run.value.targetSessionId}; answer it there (pi --session ${run.value.targetSessionId})`
+            )
+          )
+        const requestId = run.value.waitRequestId
+        if (requestId === null)
+          return reply(
+            failed("answer", `run ${input.runId} is not waiting for an answer (state ${run.value.state})`)
+          )
+        const receipt = yield* engine.answer({
+          sessionId,
+          requestId,
+          runId: input.runId,
+          answer: input.text,
+          by: "user"
+        })
+        return reply(
+          ok(`Answered run ${receipt.runId} at ${receipt.nodeId}; the workflow continues.`, { ...receipt })
+        )
+      }
       case "resume": {
         // Without a run ID: this session's run. With one: another session's run is adopted here.
         const runId = yield* targetRun(engine, sessionId, input.runId)
@@ -236,10 +272,11 @@ export const SUBCOMMANDS: ReadonlyArray<readonly [string, string]> = [
   ["cancel", "stop a run; no model turn follows"],
   ["pause", "hold a run at its next step boundary"],
   ["resume", "continue a held or paused run; adopt another session's parked run"],
+  ["answer", "answer a waiting run: answer <runId> <text>"],
   ["list", "the loaded workflows; list --all: the project's runs"]
 ]
 
-const RUN_VERBS = new Set(["status", "cancel", "pause", "resume"])
+const RUN_VERBS = new Set(["status", "cancel", "pause", "resume", "answer"])
 /** At most this many run IDs are offered. */
 const MAX_RUNS = 20
 

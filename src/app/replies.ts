@@ -1,6 +1,7 @@
 /** Text replies for the tool and the command: short, factual, bounded. */
 import { ForeignRun } from "../domain/identity.ts"
 import type { Adopted, RunStatus, RunSummary, StepView } from "../engine/engine.ts"
+import type { WaitView } from "../engine/messages.ts"
 import { InvalidWorkflowInput } from "../engine/errors.ts"
 import { redactText } from "../domain/redact.ts"
 import { clipCodePoints as clip, duration, relative } from "../domain/text.ts"
@@ -149,6 +150,8 @@ const stepLine = (step: StepView, now: number): string => {
 
 /** What the user can do about a run that is not moving, after its condition. */
 const conditionHint = (status: RunStatus): string => {
+  if (status.waitRequestId !== null)
+    return ` (/workflow answer ${status.runId} <text> answers it, /workflow cancel stops it)`
   if (status.state === "waiting") return " (held: /workflow resume continues it, /workflow cancel stops it)"
   if (status.state !== "running") return ""
   if (status.parkedReason !== null) return ` (/workflow resume ${status.runId} continues it)`
@@ -156,6 +159,15 @@ const conditionHint = (status: RunStatus): string => {
 }
 
 const MAX_STATUS_STEPS = 20
+/** The question's first line as a status shows it. */
+const MAX_QUESTION_CHARS = 200
+
+/** What a waiting run asks, since when (the prompt is stored redacted). */
+export const waitingLines = (waiting: WaitView, now: number): ReadonlyArray<string> => [
+  `Waiting since ${relative(now, waiting.since)} for: ${clip(oneLineOf(waiting.prompt), MAX_QUESTION_CHARS)}`
+]
+
+const oneLineOf = (text: string): string => text.replace(/\s+/g, " ").trim()
 
 /** `/workflow status <runId>` for people: state, node, steps, timing and the last error. */
 export const readableStatus = (status: RunStatus, now: number): string => {
@@ -167,9 +179,12 @@ export const readableStatus = (status: RunStatus, now: number): string => {
     const request =
       status.openRequestId === null
         ? ""
-        : ` (waiting for the model's answer, request ${status.openRequestId})`
+        : status.waitRequestId !== null
+          ? ` (waiting for an answer, request ${status.openRequestId})`
+          : ` (waiting for the model's answer, request ${status.openRequestId})`
     lines.push(`Node: ${status.currentNodeId}${request}`)
   }
+  if (status.waiting !== null) lines.push(...waitingLines(status.waiting, now))
   if (status.deadlineAt !== null) lines.push(`Deadline: ${deadlineText(status.deadlineAt, now)}`)
   const timing = [`created ${relative(now, status.createdAt)}`]
   if (status.startedAt !== null) timing.push(`started ${relative(now, status.startedAt)}`)

@@ -37,7 +37,8 @@ export const ToolInput = Schema.Union(
   Schema.TaggedStruct("submit", { requestId: Id, output: Schema.Unknown }),
   // The text's own rules (non-empty, at most 2 KiB) are checked by the notification service.
   Schema.TaggedStruct("progress", { requestId: Id, text: Text }),
-  Schema.TaggedStruct("restart", { runId: Id })
+  Schema.TaggedStruct("restart", { runId: Id }),
+  Schema.TaggedStruct("answer", { requestId: Id, answer: Schema.Unknown })
 )
 export type ToolInput = typeof ToolInput.Type
 
@@ -60,6 +61,9 @@ export const decodeToolInput = (params: unknown): Either.Either<ToolInput, strin
   const { action, fields } = bounded
   if (action === "submit" && !("output" in fields)) {
     return Either.left(`workflow submit: "output" is required`)
+  }
+  if (action === "answer" && !("answer" in fields)) {
+    return Either.left(`workflow answer: "answer" is required`)
   }
   return Either.mapLeft(decode({ _tag: action, ...fields }), (error) =>
     clip(`workflow ${action}: ${describeIssues(error)}`, MAX_ERROR_CHARS)
@@ -220,6 +224,19 @@ export const runTool = (input: ToolInput, call: ToolCall = {}): Effect.Effect<Re
           receipt.status === "stored"
             ? "Progress noted for the user. Continue the step."
             : "Progress noted; it replaces a report from under a second ago and is shown shortly. Continue the step.",
+          { ...receipt }
+        )
+      }
+      case "answer": {
+        const receipt = yield* engine.answer({
+          sessionId,
+          requestId: input.requestId,
+          answer: input.answer,
+          by: "agent"
+        })
+        return ok(
+          `Answer recorded for request ${receipt.requestId} (run ${receipt.runId}, node ${receipt.nodeId}). ` +
+            "The workflow continues on its own; end this turn.",
           { ...receipt }
         )
       }

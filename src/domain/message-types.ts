@@ -5,7 +5,16 @@
 export const DEFERRED_TURN_TYPE = "pi-workflows-deferred-turn"
 
 /** The `workflow` tool's actions: the model-facing contract the schema and the decoder share. */
-export const TOOL_ACTIONS = ["list", "start", "status", "cancel", "submit", "progress", "restart"] as const
+export const TOOL_ACTIONS = [
+  "list",
+  "start",
+  "status",
+  "cancel",
+  "submit",
+  "progress",
+  "restart",
+  "answer"
+] as const
 
 /**
  * Passive workflow notifications (progress, final): shown to the user, never a turn, and kept
@@ -33,7 +42,10 @@ export const SUCCESSOR_REQUESTED_TYPE = "pi-workflows-successor-requested"
 export const AGENT_STEP_TYPE = "pi-workflows-agent-step"
 export const AGENT_STEP_SCHEMA = "pi-workflows.agent-step.v1"
 
-/** A completed run's result presentation: the natural delivery of the run's terminal turn. */
+/**
+ * A result presentation: a completed run's (the natural delivery of its terminal turn), or a
+ * waiting checkpoint's (`details.state` "waiting", with `requestId`: the `answer` call's).
+ */
 export const PRESENTATION_TYPE = "pi-workflows-presentation"
 export const PRESENTATION_SCHEMA = "pi-workflows.presentation.v1"
 

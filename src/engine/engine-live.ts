@@ -344,7 +344,8 @@ export const make = (config: EngineConfig = {}) =>
       const steps = yield* store.steps(runId)
       const events = yield* store.events(runId)
       const shown = events.map((event) => ({ kind: event.kind, message: event.message, at: event.at }))
-      return runStatus(record, steps, shown, yield* now)
+      const wait = record.waitRequestId === null ? Option.none() : yield* store.waitOf(record.waitRequestId)
+      return runStatus(record, steps, shown, yield* now, 0, Option.getOrNull(wait))
     })
 
     const list: EngineService["list"] = Effect.fn("Engine.list")(function* (sessionId, options) {

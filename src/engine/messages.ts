@@ -36,6 +36,7 @@ import type {
   StepOutcome,
   StepRecord
 } from "../store/run-store.ts"
+import type { WaitRecord } from "../store/run-waits.ts"
 import type { NodeResult } from "./definition.ts"
 import type { LoadedWorkflow } from "./validate.ts"
 
@@ -184,6 +185,8 @@ export interface RunSummary {
   readonly currentAttemptId: string | null
   /** The request the model can answer right now, if any. */
   readonly openRequestId: string | null
+  /** The open request of the waiting checkpoint the run stands at, if it waits at one. */
+  readonly waitRequestId: string | null
   /** Node visits with an outcome so far, and the limit. */
   readonly steps: number
   readonly maxSteps: number
@@ -228,7 +231,25 @@ export interface RunStatus extends RunSummary {
   readonly deadlineAt: string | null
   /** Durable run events: a lost successor-turn guarantee, a presentation that reached the session. */
   readonly events: ReadonlyArray<{ readonly kind: string; readonly message: string; readonly at: string }>
+  /** What the run waits for at a checkpoint, and since when; null when it waits at none. */
+  readonly waiting: WaitView | null
 }
+
+export interface WaitView {
+  readonly requestId: string
+  readonly nodeId: string
+  readonly prompt: string
+  readonly since: string
+  readonly deadlineAt: string | null
+}
+
+export const waitView = (wait: WaitRecord): WaitView => ({
+  requestId: wait.requestId,
+  nodeId: wait.nodeId,
+  prompt: wait.prompt,
+  since: wait.since,
+  deadlineAt: isoOrNull(wait.deadlineAt)
+})
 
 /** `remindersSent`: step reminders sent for the attempt of the run's open request (0: none known). */
 export const summarize = (run: RunRecord, now: number, remindersSent = 0): RunSummary => ({
@@ -242,6 +263,7 @@ export const summarize = (run: RunRecord, now: number, remindersSent = 0): RunSu
   currentNodeId: run.currentNodeId,
   currentAttemptId: run.currentAttemptId,
   openRequestId: run.openRequestId,
+  waitRequestId: run.waitRequestId,
   steps: run.stepCount,
   maxSteps: run.maxSteps,
   parkedReason: run.parkedReason,
@@ -281,10 +303,12 @@ export const runStatus = (
   steps: ReadonlyArray<StepRecord>,
   events: ReadonlyArray<RunStatus["events"][number]>,
   now: number,
-  remindersSent = 0
+  remindersSent = 0,
+  wait: WaitRecord | null = null
 ): RunStatus => ({
   ...summarize(run, now, remindersSent),
   stepRecords: stepViews(steps),
   deadlineAt: isoOrNull(currentDeadline(steps)),
-  events
+  events,
+  waiting: wait === null || wait.state !== "open" ? null : waitView(wait)
 })

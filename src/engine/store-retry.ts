@@ -80,7 +80,10 @@ const LOCK_RETRIED: ReadonlySet<string> = new Set<keyof RunStoreService>([
   "clearInterruption",
   "submit",
   "settle",
-  "advance"
+  "advance",
+  "wait",
+  "answerWait",
+  "expireWait"
 ])
 
 /** Retried by `TimingPolicy.storeRetry` (default: exponential from 100 ms, 4 times). */

@@ -114,14 +114,15 @@ const field = (details: unknown, key: string): string | undefined => {
   return typeof value === "string" ? value : undefined
 }
 
-/** The card of a `pi-workflows-agent-step` message. */
+/** The card of a `pi-workflows-agent-step` message (and, titled so, of a waiting presentation). */
 export const stepCardLines = (
   message: { content: unknown; details?: unknown },
-  expanded: boolean
+  expanded: boolean,
+  title = "Workflow step"
 ): CardLine[] => {
   const workflow = sanitizeLine(field(message.details, "workflowName") ?? "workflow", 60) || "workflow"
   const node = sanitizeLine(field(message.details, "nodeId") ?? "step", 60) || "step"
-  const lines: CardLine[] = [{ tone: "accent", text: `⏵ Workflow step · ${workflow} · ${node}` }]
+  const lines: CardLine[] = [{ tone: "accent", text: `⏵ ${title} · ${workflow} · ${node}` }]
   const meta = [
     ["run", field(message.details, "runId")],
     ["request", field(message.details, "requestId")]
@@ -142,6 +143,18 @@ export const stepCardLines = (
   if (prompt.length > PROMPT_PREVIEW_LINES) lines.push({ tone: "muted", text: "…" })
   return lines
 }
+
+/**
+ * A presentation: a waiting checkpoint's reads like a step (its question, the request that
+ * answers it); a completed run's is the workflow turn card.
+ */
+export const presentationLines = (
+  message: { content: unknown; details?: unknown },
+  expanded: boolean
+): CardLine[] =>
+  field(message.details, "state") === "waiting" && field(message.details, "requestId") !== undefined
+    ? stepCardLines(message, expanded, "Workflow waiting for an answer")
+    : cardLines(message, expanded)
 
 /** A passive notification (progress or final report): one line, for the user only. */
 export const notificationLines = (message: { content: unknown; details?: unknown }): CardLine[] => {
@@ -197,8 +210,9 @@ const renderWith =
 
 /** Every message type the extension shows in the session, with the lines it is drawn as. */
 export const RENDERERS: ReadonlyArray<readonly [string, Lines]> = [
-  ...CARD_TYPES.map((type) => [type, cardLines] as const),
-  [AGENT_STEP_TYPE, stepCardLines],
+  [DEFERRED_TURN_TYPE, cardLines],
+  [PRESENTATION_TYPE, presentationLines],
+  [AGENT_STEP_TYPE, (message, expanded) => stepCardLines(message, expanded)],
   [REMINDER_TYPE, reminderLines],
   [NOTIFICATION_TYPE, notificationLines]
 ]

@@ -22,14 +22,19 @@ export const toolParameters = Type.Object({
     })
   ),
   requestId: Type.Optional(
-    Type.String({ description: "submit/progress: the requestId from the workflow step message" })
+    Type.String({
+      description: "submit/progress/answer: the requestId from the workflow step or waiting message"
+    })
   ),
   text: Type.Optional(
     Type.String({
       description: "progress: one short line for the user (at most 2 KiB); the model never sees it"
     })
   ),
-  output: Type.Optional(Type.Unknown({ description: "submit: the step's output (JSON)" }))
+  output: Type.Optional(Type.Unknown({ description: "submit: the step's output (JSON)" })),
+  answer: Type.Optional(
+    Type.Unknown({ description: "answer: the answer to a waiting workflow's question (JSON)" })
+  )
 })
 
 export type ToolParameters = Static<typeof toolParameters>
