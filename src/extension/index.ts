@@ -31,6 +31,7 @@ const TOOL_DESCRIPTION =
   "(queued; it starts after this turn ends and its steps arrive as new messages), status {runId?}, " +
   "cancel {runId?}, submit {requestId, output} (answer a workflow step message), " +
   "progress {requestId, text} (a short progress line for the user while you work on a step), " +
+  "answer {requestId, answer} (answer a waiting workflow's question, a pi-workflows-presentation with state waiting), " +
   "restart {runId} (run an ended run again with the exact same workflow and input)."
 
 /**
@@ -86,6 +87,7 @@ export default function piWorkflowTurns(pi: ExtensionAPI): void {
     promptSnippet: "Start, inspect, cancel and answer multi-step workflows",
     promptGuidelines: [
       "Use the workflow tool with action submit to answer a pi-workflows-agent-step message, passing its requestId.",
+      "A workflow waiting for an answer names its requestId: answer it with action answer when you can, or leave it to the user.",
       "After workflow start, end the turn: the workflow's steps arrive as new messages.",
       "When a workflow run ends you get one turn to decide what follows; launch at most one workflow in it."
     ],
