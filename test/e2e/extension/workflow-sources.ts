@@ -107,3 +107,88 @@ export const SLOW = `export default {
   edges: []
 }
 `
+
+/**
+ * A waiting checkpoint, then an agent step that reads its answer: `ask` waits (no limit) for the
+ * model's `workflow answer` or the user's `/workflow answer`; `confirm` quotes the answer.
+ */
+export const APPROVAL = `export default {
+  name: "approval",
+  description: "Ask before shipping release 2.0",
+  startAt: "ask",
+  nodes: {
+    ask: { type: "wait", prompt: "Ship release 2.0 now? Answer yes or no." },
+    confirm: {
+      type: "agent",
+      prompt: ({ results }) => "The release question was answered " + JSON.stringify(results.ask.output.answer) + ". Confirm: answer {\\"shipped\\": boolean}.",
+      timeoutMs: null
+    }
+  },
+  edges: [{ from: "ask", to: "confirm" }],
+  presentation: ({ result }) => "Release 2.0: " + (result.shipped ? "shipped" : "held") + "."
+}
+`
+
+/**
+ * An agent step with a 1 s limit whose `timed_out` route leads to a waiting checkpoint that asks
+ * the question instead; `decide` takes the review's output or the answer.
+ */
+export const ESCALATE = `export default {
+  name: "escalate",
+  startAt: "review",
+  nodes: {
+    review: { type: "agent", prompt: "Review the patch and answer {\\"approved\\": boolean}.", timeoutMs: 1000 },
+    ask: {
+      type: "wait",
+      prompt: ({ results }) => "The review step timed out (" + results.review.error + "). Approve the patch anyway? Answer yes or no."
+    },
+    decide: {
+      type: "compute",
+      run: ({ outputs }) => ({ approved: outputs.review ? outputs.review.approved : outputs.ask.answer === "yes" })
+    }
+  },
+  edges: [
+    { from: "review", switch: { on: "$result.outcome", cases: { ok: "decide", timed_out: "ask" } } },
+    { from: "ask", to: "decide" }
+  ],
+  presentation: ({ result }) => "Escalation finished: " + (result.approved ? "approved" : "rejected") + "."
+}
+`
+
+/** `escalate` with an agent step after the wait: `confirm` quotes the answer. */
+export const ESCALATE_CONFIRM = `export default {
+  name: "escalate-confirm",
+  startAt: "review",
+  nodes: {
+    review: { type: "agent", prompt: "Review the patch and answer {\\"approved\\": boolean}.", timeoutMs: 1000 },
+    ask: {
+      type: "wait",
+      prompt: ({ results }) => "The review step timed out (" + results.review.error + "). Approve the patch anyway? Answer yes or no."
+    },
+    confirm: {
+      type: "agent",
+      prompt: ({ results }) => "The escalation was answered " + JSON.stringify(results.ask.output.answer) + ". Confirm: answer {\\"approved\\": boolean}.",
+      timeoutMs: null
+    }
+  },
+  edges: [
+    { from: "review", switch: { on: "$result.outcome", cases: { ok: "confirm", timed_out: "ask" } } },
+    { from: "ask", to: "confirm" }
+  ],
+  presentation: ({ result }) => "Escalation finished: " + (result.approved ? "approved" : "rejected") + "."
+}
+`
+
+/** A waiting checkpoint with a 1 s limit: `late` runs when no answer came in time. */
+export const DEADLINE = `export default {
+  name: "deadline",
+  startAt: "ask",
+  nodes: {
+    ask: { type: "wait", prompt: "Ship release 2.0 now? Answer within a second.", timeoutMs: 1000 },
+    use: { type: "compute", run: ({ outputs }) => ({ answer: outputs.ask.answer }) },
+    late: { type: "compute", run: ({ results }) => ({ late: results.ask.error }) }
+  },
+  edges: [{ from: "ask", switch: { on: "$result.outcome", cases: { ok: "use", timed_out: "late" } } }],
+  presentation: ({ result }) => (result.late ? "No answer in time (" + result.late + ")." : "Answered " + result.answer + ".")
+}
+`
