@@ -8,7 +8,6 @@ import { InvalidInput } from "../domain/errors.ts"
 import { SHUTDOWN_PARK } from "../domain/run-condition.ts"
 import { Coordinator } from "../delivery/coordinator.ts"
 import { TimingPolicy } from "../domain/timing-policy.ts"
-import { terminalEvent } from "../interruption/run-debts.ts"
 import { SourceEvents } from "../interruption/source-events.ts"
 import { isTerminal, RunNotFound, type RunRecord, RunStore } from "../store/run-store.ts"
 import {
@@ -25,6 +24,7 @@ import {
   workflowRefOf
 } from "./active-run.ts"
 import { makeCheckpoints } from "./checkpoint.ts"
+import { makeControls } from "./controls.ts"
 import { openStepFor } from "./open-step.ts"
 import { adopt } from "./adopt.ts"
 import { Engine, type EngineConfig, type EngineService } from "./engine.ts"
@@ -199,57 +199,7 @@ export const make = (config: EngineConfig = {}) =>
         return yield* summary(runId)
       })
 
-    const cancel: EngineService["cancel"] = Effect.fn("Engine.cancel")(function* (runId, { by }) {
-      yield* Effect.annotateCurrentSpan({ runId, by })
-      const run = yield* activeRun(runId)
-      if (run !== undefined) {
-        yield* Deferred.succeed(run.stop, { _tag: "Cancel", by })
-        yield* Deferred.await(run.finished)
-        const after = yield* requireRun(runId)
-        if (after.state === "cancelled") return summarize(after, yield* now)
-      }
-      const result = yield* store.cancel(runId, by)
-      if (result._tag === "Refused") {
-        return yield* new InvalidRunState({
-          runId,
-          state: result.run.state,
-          action: "cancel",
-          problem: "it has already ended"
-        })
-      }
-      if (result._tag === "Cancelled" && by === "user") {
-        yield* events.publish({ _tag: "Quiet", run: runRefOf(result.run), kind: "directCancel" })
-      }
-      // The agent cancelled a run no runner holds (queued, waiting, parked): its terminal turn.
-      const ended = result._tag === "Cancelled" && by === "agent" ? terminalEvent(result.run, null) : null
-      if (ended !== null) yield* events.publish(ended)
-      return summarize(result.run, yield* now)
-    })
-
-    const pause: EngineService["pause"] = Effect.fn("Engine.pause")(function* (runId) {
-      yield* Effect.annotateCurrentSpan("runId", runId)
-      const waiting = yield* requireRun(runId)
-      if (waiting.waitRequestId !== null) {
-        return yield* new InvalidRunState({
-          runId,
-          state: waiting.state,
-          action: "pause",
-          problem: "it waits for an answer already (nothing runs); cancel it or answer it"
-        })
-      }
-      const result = yield* store.requestPause(runId)
-      if (result._tag === "Refused") {
-        const queued = result.run.state === "queued"
-        return yield* new InvalidRunState({
-          runId,
-          state: result.run.state,
-          action: "pause",
-          problem: queued ? "it has not started yet (cancel it instead)" : "it has already ended"
-        })
-      }
-      yield* events.publish({ _tag: "Quiet", run: runRefOf(result.run), kind: "pause" })
-      return summarize(result.run, yield* now)
-    })
+    const { cancel, pause } = makeControls({ store, events, activeRun, requireRun })
 
     const resume: EngineService["resume"] = Effect.fn("Engine.resume")(function* (runId) {
       yield* Effect.annotateCurrentSpan("runId", runId)

@@ -14,7 +14,7 @@ import type {
   ReservationConflict,
   RunNotFound
 } from "./run-errors.ts"
-import type { WaitOperations } from "./run-waits.ts"
+import type { AnsweredBy, AnswerResult, NewWait, WaitRecord } from "./run-waits.ts"
 import type { StoreFailure } from "./store-errors.ts"
 
 export const TerminalRunState = Schema.Literal("completed", "failed", "timed_out", "cancelled")
@@ -278,8 +278,7 @@ type Fenced<A> = Effect.Effect<A, ClaimLost | StoreFailure>
 type Found<A> = Effect.Effect<A, RunNotFound | StoreFailure>
 type Read<A> = Effect.Effect<A, StoreFailure>
 
-/** The waiting checkpoints' operations are in `run-waits.ts`. */
-export interface RunStoreService extends WaitOperations {
+export interface RunStoreService {
   // Queue
   readonly reserve: (run: NewRun) => Effect.Effect<RunRecord, ReservationConflict | StoreFailure>
   /** The oldest queued run of a session. */
@@ -300,14 +299,11 @@ export interface RunStoreService extends WaitOperations {
     readonly takeoverFrom?: string
   }) => Effect.Effect<RunRecord, RunNotFound | ClaimRefused | StoreFailure>
   /**
-   * `claim` in `resume` mode for the session `sessionId` (the user adopts another session's run).
-   * In the claim's transaction the run's target session becomes `sessionId`, its pending turn
-   * intents of the old session are re-keyed under the new one (same source event, cause, node,
-   * attempt, facts and eligibility; the ID the new session derives), its undelivered
-   * notifications follow, and an `adopted` event records it. Refused as `claim` is (`held`), as
-   * `delivering` while one of those intents has a live delivery claim, and with
-   * `ReservationConflict` when the session has another queued or active run. A run that is
-   * already `sessionId`'s is claimed as `claim` does, with no event.
+   * `claim` (resume) for the session `sessionId`, which adopts the run: in the claim's transaction
+   * its target session, pending turn intents (re-keyed) and undelivered notifications move, and an
+   * `adopted` event records it (docs/store.md). Refused as `claim` is, as `delivering` while one of
+   * those intents has a live delivery claim, with `ReservationConflict` while `sessionId` has
+   * another active run. A run already `sessionId`'s is claimed with no event.
    */
   readonly adopt: (input: {
     readonly runId: string
@@ -331,11 +327,7 @@ export interface RunStoreService extends WaitOperations {
     fence: Fence,
     input: { readonly nodeId: string; readonly attemptId: string }
   ) => Fenced<StepRecord>
-  /**
-   * The visit's resolved limit, written on its step as soon as it is known (not only when the
-   * step ends), so every view of a step in flight or parked shows its limit and deadline.
-   * Fenced: one conditional statement on the step of a run this token still claims.
-   */
+  /** The visit's limit on its step once resolved, so views of a step in flight show it (fenced). */
   readonly recordLimit: (
     fence: Fence,
     input: { readonly attemptId: string; readonly timeoutMs: number | null }
@@ -372,6 +364,30 @@ export interface RunStoreService extends WaitOperations {
   readonly settle: (fence: Fence, settlement: Settlement) => Fenced<RunRecord>
   /** `settle` of a `Continue` without reading the run back: the runner's write after each step. */
   readonly advance: (fence: Fence, settlement: Advance) => Fenced<void>
+
+  // Waiting checkpoints (run-waits.ts)
+  /** Open the wait's request and set the run `waiting` with no claim, in one fenced write. */
+  readonly wait: (fence: Fence, input: NewWait) => Fenced<RunRecord>
+  /** The first answer: the step ends `ok` with `{answer}` and the run is `running`, unclaimed. */
+  readonly answerWait: (input: {
+    readonly requestId: string
+    readonly answer: unknown
+    readonly receipt: SubmitReceipt
+    readonly by: AnsweredBy
+  }) => Read<AnswerResult>
+  /** A wait whose deadline passed: its step ends `timed_out` with `error`, the run is `running`. */
+  readonly expireWait: (input: {
+    readonly requestId: string
+    readonly error: string
+  }) => Read<Option.Option<WaitRecord>>
+  readonly waitOf: (requestId: string) => Read<Option.Option<WaitRecord>>
+  /** Oldest first; `open`: only waits whose request is still open; `sessionId`: its runs' waits. */
+  readonly waits: (query: {
+    readonly runId?: string
+    readonly sessionId?: string
+    readonly open?: boolean
+    readonly limit?: number
+  }) => Read<ReadonlyArray<WaitRecord>>
 
   // Control without a claim
   /** Hold now when no live claim exists, else ask the owner to hold at its next boundary. */

@@ -11,32 +11,10 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type * as Statement from "@effect/sql/Statement"
 import { Clock, Effect, Option, Schema } from "effect"
 import type { DatabaseService } from "./database.ts"
-import type { SubmitReceipt } from "./run-store.ts"
-import {
-  AnsweredBy,
-  type AnswerResult,
-  type NewWait,
-  type WaitOperations,
-  type WaitRecord
-} from "./run-waits.ts"
+import type { RunStoreService, SubmitReceipt } from "./run-store.ts"
+import { AnsweredBy, type AnswerResult, type NewWait, type WaitRecord } from "./run-waits.ts"
 import { fencedIn, iso, presentRun, type RequireRun } from "./run-writes-sql.ts"
 import { asStoreFailure, StoreFailure } from "./store-errors.ts"
-
-/** Version 7's DDL (`type`: the text type, `big`: the epoch-millisecond type). */
-export const waitsTable = (type: string, big: string): ReadonlyArray<string> => [
-  `CREATE TABLE workflow_waits (
-  request_id ${type} PRIMARY KEY NOT NULL,
-  run_id ${type} NOT NULL,
-  node_id ${type} NOT NULL,
-  attempt_id ${type} NOT NULL,
-  prompt ${type} NOT NULL,
-  since ${type} NOT NULL,
-  deadline_at ${big},
-  answered_by ${type} CHECK (answered_by IS NULL OR answered_by IN ('agent', 'user')),
-  answered_at ${type}
-)`,
-  "CREATE INDEX workflow_waits_by_run ON workflow_waits (run_id)"
-]
 
 const WaitRow = Schema.Struct({
   request_id: Schema.String,
@@ -79,6 +57,8 @@ const toWait = (row: typeof WaitRow.Type): WaitRecord => ({
       : Option.getOrUndefined(Option.map(decodeAnswer(row.output_json), (o) => o.answer))
 })
 
+type WaitOperations = Pick<RunStoreService, "wait" | "answerWait" | "expireWait" | "waitOf" | "waits">
+
 export const makeWaits = (
   sql: SqlClient.SqlClient,
   db: DatabaseService,
@@ -118,9 +98,12 @@ export const makeWaits = (
             ${now}, ${input.deadlineAt})`
         yield* sql`UPDATE workflow_steps SET timeout_ms = ${input.timeoutMs}
           WHERE attempt_id = ${input.attemptId} AND outcome IS NULL AND interrupted IS NULL`
-        // No claim while it waits: nothing runs, nothing renews, nothing costs anything.
+        // No claim while it waits: nothing runs, nothing renews, nothing costs anything. A pending
+        // abort is answered from here on (by this wait's presentation, or by its fallback when the
+        // presentation cannot be sent): the run's end must owe its own turn, never reuse that one,
+        // even when the answer comes before the presentation's resolution is stored.
         yield* sql`UPDATE workflow_runs SET state = 'waiting', claim_token = NULL, claim_expires_at = NULL,
-            pause_requested = 0, parked_reason = NULL, updated_at = ${now}
+            pause_requested = 0, parked_reason = NULL, abort_pending = 0, updated_at = ${now}
           WHERE run_id = ${fence.runId}`
         return yield* presentRun(requireRun)(fence.runId)
       })

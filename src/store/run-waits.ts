@@ -6,9 +6,7 @@
  * settled step. Each of the two is one transaction that checks the wait is still open, so one
  * wins a race, across processes. Implemented in `run-waits-sql.ts`.
  */
-import { type Effect, type Option, Schema } from "effect"
-import type { ClaimLost, Fence, RunRecord, SubmitReceipt } from "./run-store.ts"
-import type { StoreFailure } from "./store-errors.ts"
+import { Schema } from "effect"
 
 export const AnsweredBy = Schema.Literal("agent", "user")
 export type AnsweredBy = typeof AnsweredBy.Type
@@ -54,29 +52,21 @@ export type AnswerResult =
 /** The bound of a stored prompt; longer text is clipped (the presentation has its own bound). */
 export const MAX_WAIT_PROMPT_CHARS = 16_000
 
-type Read<A> = Effect.Effect<A, StoreFailure>
-
-export interface WaitOperations {
-  /** Open the wait's request and set the run `waiting` with no claim, in one fenced write. */
-  readonly wait: (fence: Fence, input: NewWait) => Effect.Effect<RunRecord, ClaimLost | StoreFailure>
-  /** The first answer: the step ends `ok` with `{answer}` and the run is `running`, unclaimed. */
-  readonly answerWait: (input: {
-    readonly requestId: string
-    readonly answer: unknown
-    readonly receipt: SubmitReceipt
-    readonly by: AnsweredBy
-  }) => Read<AnswerResult>
-  /** A wait whose deadline passed: its step ends `timed_out` with `error`, the run is `running`. */
-  readonly expireWait: (input: {
-    readonly requestId: string
-    readonly error: string
-  }) => Read<Option.Option<WaitRecord>>
-  readonly waitOf: (requestId: string) => Read<Option.Option<WaitRecord>>
-  /** Oldest first; `open`: only waits whose request is still open; `sessionId`: its runs' waits. */
-  readonly waits: (query: {
-    readonly runId?: string
-    readonly sessionId?: string
-    readonly open?: boolean
-    readonly limit?: number
-  }) => Read<ReadonlyArray<WaitRecord>>
-}
+/**
+ * Version 7's DDL (`type`: the text type, `big`: the epoch-millisecond type). Here, not in the SQL
+ * module: both backends' migration lists import it, and that module's imports lead back to them.
+ */
+export const waitsTable = (type: string, big: string): ReadonlyArray<string> => [
+  `CREATE TABLE workflow_waits (
+  request_id ${type} PRIMARY KEY NOT NULL,
+  run_id ${type} NOT NULL,
+  node_id ${type} NOT NULL,
+  attempt_id ${type} NOT NULL,
+  prompt ${type} NOT NULL,
+  since ${type} NOT NULL,
+  deadline_at ${big},
+  answered_by ${type} CHECK (answered_by IS NULL OR answered_by IN ('agent', 'user')),
+  answered_at ${type}
+)`,
+  "CREATE INDEX workflow_waits_by_run ON workflow_waits (run_id)"
+]

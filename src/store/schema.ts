@@ -14,7 +14,7 @@
  * file of a release before versioning (tables, no record) is adopted: version 1 is idempotent
  * DDL, version 2 recognises the old shape from the stored DDL.
  */
-import { waitsTable } from "./run-waits-sql.ts"
+import { waitsTable } from "./run-waits.ts"
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type * as SqlError from "@effect/sql/SqlError"

@@ -12,7 +12,15 @@ const values = (prefix: string) =>
 describe("/workflow completions", () => {
   it.live("subcommands, then workflow names, then this session's runs before other sessions'", () =>
     Effect.gen(function* () {
-      expect(yield* values("")).toEqual(["status ", "start ", "cancel ", "pause ", "resume ", "list "])
+      expect(yield* values("")).toEqual([
+        "status ",
+        "start ",
+        "cancel ",
+        "pause ",
+        "resume ",
+        "answer ",
+        "list "
+      ])
       expect(yield* values("st")).toEqual(["status ", "start "])
       expect(yield* values("start ")).toEqual(["start greet ", "start release "])
       expect(yield* values("start re")).toEqual(["start release "])

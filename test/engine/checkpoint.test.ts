@@ -212,4 +212,46 @@ describe("waiting checkpoints", () => {
         })
       })
   )
+
+  it.scoped(
+    "a step timed out into the wait: the wait answers its abort, so the run's end owes its own turn",
+    () =>
+      Effect.gen(function* () {
+        const escalate = {
+          name: "escalate",
+          startAt: "review",
+          nodes: {
+            review: { type: "agent", prompt: "Review the patch.", timeoutMs: 1_000 },
+            ask: { type: "wait", prompt: "The review timed out. Approve anyway?" },
+            decide: { type: "compute", run: () => "done" }
+          },
+          edges: [
+            { from: "review", switch: { on: "$result.outcome", cases: { ok: "decide", timed_out: "ask" } } },
+            { from: "ask", to: "decide" }
+          ]
+        }
+        const h = yield* makeHarness({ definitions: [escalate] })
+        const runId = yield* h.launch("escalate")
+        yield* h.coordinator.take
+        yield* TestClock.adjust("2 seconds")
+        const presented = yield* h.coordinator.take
+        expect(details(presented)).toMatchObject({ state: "waiting", nodeId: "ask" })
+        // The presentation carries the timeout's intent as the one it answers.
+        expect(presented.answers).toBeDefined()
+        const waiting = Option.getOrThrow(yield* h.store.get(runId))
+        expect([waiting.state, waiting.abortPending]).toEqual(["waiting", false])
+        // Answered before the presentation's resolution is stored anywhere (the fake stores none).
+        yield* h.engine.answer({
+          sessionId: SESSION,
+          requestId: String(details(presented).requestId),
+          answer: "yes",
+          by: "agent"
+        })
+        expect(yield* untilEnded(h, runId)).toBe("completed")
+        const events = yield* h.events
+        expect(eventTags(events)).toEqual(["ActiveTurnInterrupted:timedOut", "RunTerminal:completed"])
+        const terminal = events.find((event) => event._tag === "RunTerminal")
+        expect(terminal?._tag === "RunTerminal" && terminal.provenance).toBeNull()
+      })
+  )
 })

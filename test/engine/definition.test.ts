@@ -46,7 +46,7 @@ describe("loadWorkflow: bad definitions are reported at load time", () => {
       "a node of unknown type",
       (d) => ({ ...d, nodes: { ...d.nodes, a: { type: "human" } } }),
       "a",
-      /type must be "agent" or "compute"/
+      /type must be "agent", "compute" or "wait"/
     ],
     [
       "an agent without prompt",

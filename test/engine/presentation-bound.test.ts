@@ -29,7 +29,7 @@ describe("cut texts are redacted first", () => {
         state: "failed",
         currentNodeId: null,
         openRequestId: null,
-  waitRequestId: null,
+        waitRequestId: null,
         steps: 1,
         maxSteps: 10,
         parkedReason: null,

@@ -57,6 +57,7 @@ const beforeVersion4 = (location: string): ReadonlyArray<string> => {
     pg ? "ALTER TABLE workflow_runs ENABLE TRIGGER workflow_runs_terminal_immutable" : terminalImmutable,
     "DROP TABLE workflow_run_snapshots",
     "DROP TABLE workflow_step_reminders",
+    "DROP TABLE workflow_waits",
     "DELETE FROM effect_sql_migrations WHERE migration_id >= 4"
   ]
 }

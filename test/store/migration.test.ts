@@ -81,12 +81,15 @@ describe("opening a database of the earlier schema", () => {
       // Same objects (table, its two indexes and two triggers included), no leftover table; the
       // new ones: the table of the schema versions the file is now at, and version 4's run
       // snapshots (table, primary-key index, immutability trigger) and version 5's step reminders
-      // (table, primary-key index, index by run).
+      // (table, primary-key index, index by run), version 7's waits (the same three).
       const ours = schema.filter(
-        (o) => !/effect_sql_migrations|workflow_run_snapshots|workflow_step_reminders/.test(JSON.stringify(o))
+        (o) =>
+          !/effect_sql_migrations|workflow_run_snapshots|workflow_step_reminders|workflow_waits/.test(
+            JSON.stringify(o)
+          )
       )
       expect(ours.length).toBe(objectsBefore)
-      expect(schema.length).toBe(objectsBefore + 7)
+      expect(schema.length).toBe(objectsBefore + 10)
       const db = yield* rawDb(path)
       expect(
         db.prepare("SELECT migration_id, name FROM effect_sql_migrations ORDER BY migration_id").all()
@@ -96,7 +99,8 @@ describe("opening a database of the earlier schema", () => {
         { migration_id: 3, name: "run_end_facts" },
         { migration_id: 4, name: "run_snapshots" },
         { migration_id: 5, name: "step_reminders" },
-        { migration_id: 6, name: "run_event_adopted" }
+        { migration_id: 6, name: "run_event_adopted" },
+        { migration_id: 7, name: "waits" }
       ])
       expect(JSON.stringify(schema)).not.toContain("workflow_turn_intents_next")
       const created = yield* store.ensure(sampleIntent({ cause: "completed", runId: "run-3" }))

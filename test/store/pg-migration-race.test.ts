@@ -31,7 +31,8 @@ const TABLES = [
   "workflow_runs",
   "workflow_step_reminders",
   "workflow_steps",
-  "workflow_turn_intents"
+  "workflow_turn_intents",
+  "workflow_waits"
 ]
 
 const execute = (url: string, text: string) => Effect.asVoid(Effect.promise(() => pgQuery(url, text)))
@@ -93,13 +94,14 @@ describe("first opens racing on PostgreSQL", () => {
           const outcomes = yield* openAtOnce(url)
           // A failed open shows in the diff with its tag and message.
           expect(outcomes.map(opened)).toEqual(["opened", "opened", "opened", "opened"])
-          expect(appliedBy(outcomes)).toEqual([1, 3, 4, 5, 6])
+          expect(appliedBy(outcomes)).toEqual([1, 3, 4, 5, 6, 7])
           expect(yield* recorded(url)).toEqual([
             { migration_id: 1, name: "controller_store_v1" },
             { migration_id: 3, name: "run_end_facts" },
             { migration_id: 4, name: "run_snapshots" },
             { migration_id: 5, name: "step_reminders" },
-            { migration_id: 6, name: "run_event_adopted" }
+            { migration_id: 6, name: "run_event_adopted" },
+            { migration_id: 7, name: "waits" }
           ])
           expect(yield* metadata(url)).toEqual([{ key: "schema", value: CONTROLLER_SCHEMA }])
           expect(yield* snapshotSchema(url)).toEqual(expected)

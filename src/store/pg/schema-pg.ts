@@ -10,7 +10,7 @@
  * Versioned through @effect/sql's Migrator: each entry of `migrations` runs once per database,
  * in order, recorded in `effect_sql_migrations`.
  */
-import { waitsTable } from "../run-waits-sql.ts"
+import { waitsTable } from "../run-waits.ts"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { adoptedEventsPg } from "../run-events-sql.ts"

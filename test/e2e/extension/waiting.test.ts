@@ -182,8 +182,7 @@ describe("waiting checkpoints in real Pi", () => {
       workflow: "escalate-confirm",
       after: [submit({ approved: true }), { text: "Confirmed." }] as ReadonlyArray<ScriptStep>,
       nodes: ["review:timed_out", "ask:ok", "confirm:ok"],
-      requests: 8,
-      knownBug: undefined
+      requests: 8
     },
     {
       name: "then only compute nodes",
@@ -191,19 +190,14 @@ describe("waiting checkpoints in real Pi", () => {
       workflow: "escalate",
       after: [] as ReadonlyArray<ScriptStep>,
       nodes: ["review:timed_out", "ask:ok", "decide:ok"],
-      requests: 6,
-      // KNOWN PRODUCT BUG (reported, src not changed here): the answer ends the run inside the
-      // waiting presentation's own turn, before that presentation's resolution of the timedOut
-      // intent is stored (it is stored at the turn's settle). The run's end then still finds the
-      // timeout's abort pending, reuses its intent for the end, and the completed run's
-      // presentation, bound to an intent the waiting presentation resolves, is never sent: the
-      // model gets no terminal turn (the user sees only the display-only final notification).
-      knownBug: "the run's end reuses the timedOut intent the waiting presentation resolved"
+      // The answer ends the run inside the waiting presentation's own turn, before that
+      // presentation's resolution of the timedOut intent is stored: the end still owes its own
+      // terminal turn (the wait's write answered the abort; it was reused before that fix).
+      requests: 6
     }
   ] as const
   for (const row of timeoutRows) {
-    const marked = row.knownBug === undefined ? "" : " [KNOWN BUG pinned: its end gets no terminal turn]"
-    it(`a step times out into a wait, ${row.name}: the waiting presentation is the one successor (its intent), no fallback${marked}`, async () => {
+    it(`a step times out into a wait, ${row.name}: the waiting presentation is the one successor (its intent), no fallback`, async () => {
       const lab = await startScenario({
         workflows: row.file,
         script: [
@@ -257,8 +251,7 @@ describe("waiting checkpoints in real Pi", () => {
           "completed → presentation"
         ])
       }
-      if (row.knownBug === undefined) ended()
-      else expect(ended, `KNOWN BUG fixed? (${row.knownBug}): drop knownBug from this row`).toThrow()
+      ended()
       expect(waitingShown(lab)).toHaveLength(1)
       noFallback(lab)
     }, 60_000)
