@@ -76,7 +76,7 @@ describe("bounded tool errors", () => {
   it("a 5 MB unknown action is quoted by a short prefix and its size", () => {
     const error = left(decodeToolInput({ action: "x".repeat(5_000_000) }))
     expect(error).toBe(
-      `workflow: unknown action "${"x".repeat(40)}"… (5,000,000 characters) (one of list, start, status, cancel, submit, progress, restart)`
+      `workflow: unknown action "${"x".repeat(40)}"… (5,000,000 characters) (one of list, start, status, cancel, submit, progress, restart, answer)`
     )
   })
 

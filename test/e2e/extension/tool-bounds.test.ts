@@ -49,7 +49,7 @@ describe("hostile tool arguments in real Pi", () => {
       .filter((message) => message.role === "tool")
       .map((message) => contentText(message.content))
     expect(results).toEqual([
-      `workflow: unknown action "${"x".repeat(40)}"… (5,000,000 characters) (one of list, start, status, cancel, submit, progress, restart)`,
+      `workflow: unknown action "${"x".repeat(40)}"… (5,000,000 characters) (one of list, start, status, cancel, submit, progress, restart, answer)`,
       "workflow list: p0, p1, p2 and 19,997 more unknown parameters are not parameters of this action",
       "workflow start: input nests arrays and objects more than 64 levels deep; at most 64 levels are accepted, so send flatter JSON"
     ])
