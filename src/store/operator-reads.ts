@@ -26,11 +26,16 @@ export const CONTROLLER_TABLES = [
   "workflow_run_events",
   "workflow_run_launches",
   "workflow_run_snapshots",
-  "workflow_step_reminders"
+  "workflow_step_reminders",
+  "workflow_waits"
 ] as const
 
 /** Tables a later schema version creates: a file behind it lacks them and is not damaged. */
-const LATER_TABLES: ReadonlySet<string> = new Set(["workflow_run_snapshots", "workflow_step_reminders"])
+const LATER_TABLES: ReadonlySet<string> = new Set([
+  "workflow_run_snapshots",
+  "workflow_step_reminders",
+  "workflow_waits"
+])
 
 /** What the database holds, as facts. */
 export interface StoreShape {
