@@ -22,7 +22,6 @@ export * as NotificationStore from "./store/notification-store.ts"
 export * as NotificationStoreSql from "./store/notification-store-sql.ts"
 export * as RunStore from "./store/run-store.ts"
 export * as RunStoreSql from "./store/run-store-sql.ts"
-export * as RunWaits from "./store/run-waits.ts"
 export * as TurnIntentStore from "./store/turn-intent-store.ts"
 export * as TurnIntentStoreSql from "./store/turn-intent-store-sql.ts"
 
