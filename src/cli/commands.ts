@@ -18,6 +18,7 @@ import { CliFailure, paint, type Style, wantsColour } from "./format.ts"
 import { resolveId, runIdOf, sessionIdOf } from "./lookup.ts"
 import { withStores } from "./open.ts"
 import { intentsTable, runsTable, runJson, sentFor, showIntent, showRun, stepJson } from "./views.ts"
+import { waitJson } from "./waits.ts"
 
 const dbOption = Options.text("db").pipe(
   Options.withDescription(
@@ -110,12 +111,25 @@ const intents = Command.make(
 
 const isRunState = Schema.is(RunState)
 
-/** `--state` values beside the stored states: conditions of runs stored as `running` or `waiting`. */
-const CONDITION_STATES = ["parked", "orphaned", "held"] as const
+/**
+ * `--state` values that are conditions (domain/run-condition.ts) of runs stored as `running` or
+ * `waiting`: `waiting` is a run at a waiting checkpoint (not the stored state, which a held or
+ * paused run also has: those are `held` and `paused`).
+ */
+const CONDITION_STATES = ["waiting", "parked", "orphaned", "held", "paused"] as const
 type ConditionState = (typeof CONDITION_STATES)[number]
 const isConditionState = (value: string): value is ConditionState =>
   (CONDITION_STATES as ReadonlyArray<string>).includes(value)
-const STATE_CHOICES = [...RunState.literals, ...CONDITION_STATES].join(", ")
+/** The stored states `--state` filters as stored. */
+const STORED_STATES = RunState.literals.filter((state) => !isConditionState(state))
+const STATE_CHOICES = [...new Set([...RunState.literals, ...CONDITION_STATES])].join(", ")
+/** The one stored state a condition is found in (listing only those rows), where there is one. */
+const STORED_FOR: Partial<Record<ConditionState, RunState>> = {
+  waiting: "waiting",
+  paused: "waiting",
+  parked: "running",
+  orphaned: "running"
+}
 
 /** `--state`'s value, or one line naming the flag, the choices and what was given (exit 2). */
 const stateOf = (typed: Option.Option<string>) =>
@@ -141,7 +155,8 @@ const runs = Command.make(
     // Text, checked below, so a bad value's line names the flag and the choices.
     state: Options.text("state").pipe(
       Options.withDescription(
-        `only runs in this state (${RunState.literals.join(", ")}) or condition (${CONDITION_STATES.join(", ")})`
+        `only runs in this state (${STORED_STATES.join(", ")}) or condition (${CONDITION_STATES.join(", ")}; ` +
+          "waiting: at a waiting checkpoint, for an answer)"
       ),
       Options.optional
     ),
@@ -157,20 +172,24 @@ const runs = Command.make(
           const session = Option.isSome(args.session)
             ? { targetSessionId: yield* sessionIdOf(args.session.value) }
             : {}
-          const byCondition = state !== undefined && isConditionState(state)
+          const condition = state !== undefined && isConditionState(state) ? state : undefined
+          const stored = state === undefined ? undefined : isConditionState(state) ? STORED_FOR[state] : state
           // A condition is decided per run (claim expiry against now): the newest runs, filtered.
           const listed = yield* (yield* RunStore).list({
             ...session,
-            ...(state === undefined || byCondition ? {} : { state }),
-            limit: byCondition ? MAX_LIST_LIMIT : args.limit
+            ...(stored === undefined ? {} : { state: stored }),
+            limit: condition !== undefined ? MAX_LIST_LIMIT : args.limit
           })
           const now = yield* Clock.currentTimeMillis
           const reminders = yield* remindersSent(listed.flatMap((run) => run.currentAttemptId ?? []))
-          const found = byCondition
-            ? listed
-                .filter((run) => conditionKind(runCondition(run, now, sentFor(run, reminders))) === state)
-                .slice(0, args.limit)
-            : listed
+          const found =
+            condition !== undefined
+              ? listed
+                  .filter(
+                    (run) => conditionKind(runCondition(run, now, sentFor(run, reminders))) === condition
+                  )
+                  .slice(0, args.limit)
+              : listed
           if (args.json) return yield* printJson(found.map((run) => runJson(run, now, reminders)))
           yield* Console.log(runsTable(yield* styled(args.wide), found, reminders))
         })
@@ -209,18 +228,23 @@ const show = Command.make(
         const steps = yield* runStore.steps(runId)
         const reminders = yield* remindersSent(steps.map((step) => step.attemptId))
         const raised = yield* intentStore.list({ runId, limit: MAX_LIST_LIMIT })
+        // Its waiting checkpoints, answered or not: the open one is what the run waits for.
+        const waits = yield* runStore.waits({ runId, limit: MAX_LIST_LIMIT })
+        const openWait = waits.find((wait) => wait.requestId === run.value.waitRequestId)
         // The restart chain (lineage and the terminal turn's launch); a file from before the
         // launch table has none.
         const chain = yield* chainStatus(runId).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
         if (args.json) {
           return yield* printJson({
             run: runJson(run.value, yield* Clock.currentTimeMillis, reminders),
+            wait: openWait === undefined ? null : waitJson(openWait),
+            waits: waits.map(waitJson),
             steps: steps.map(stepJson),
             intents: raised,
             restartChain: chain
           })
         }
-        yield* Console.log(showRun(yield* style, run.value, steps, raised, chain, reminders))
+        yield* Console.log(showRun(yield* style, run.value, steps, raised, chain, reminders, waits))
       })
     )
 ).pipe(Command.withDescription("one turn intent (its life) or run (its steps and intents) in full"))
@@ -244,7 +268,7 @@ const doctor = Command.make(
     ),
     staleAfter: Options.text("stale-after").pipe(
       Options.withDescription(
-        "a run parked or orphaned this long counts as stalled (30s, 10m, 2h; default 10m)"
+        "a run parked or orphaned this long counts as stalled, and one waiting for an answer this long is listed as a long wait (30s, 10m, 2h; default 10m)"
       ),
       Options.withDefault("10m")
     )
@@ -282,6 +306,8 @@ const doctor = Command.make(
             legacyPending: yield* legacyLaunchFailures,
             pending,
             running: yield* runs.list({ state: "running", limit: 1_000 }),
+            waiting: yield* runs.list({ state: "waiting", limit: 1_000 }),
+            waits: yield* runs.waits({ open: true, limit: 1_000 }),
             retiredRuns
           })
           const ok = healthy(findings)
@@ -291,9 +317,10 @@ const doctor = Command.make(
             const s = yield* style
             const lines = [`database ${path}`]
             for (const finding of findings) {
-              lines.push(
-                `${finding.healthy ? paint(s, "good", "ok     ") : paint(s, "bad", "PROBLEM")} ${finding.summary}`
-              )
+              const label = finding.healthy
+                ? paint(s, finding.label === undefined ? "good" : "warn", (finding.label ?? "ok").padEnd(7))
+                : paint(s, "bad", "PROBLEM")
+              lines.push(`${label} ${finding.summary}`)
               for (const item of finding.items) lines.push(`          ${item}`)
             }
             lines.push(ok ? "healthy" : "problems found (see above)")

@@ -5,8 +5,10 @@
 import { LegacyLaunchNotifications } from "../store/store-errors.ts"
 import type { TurnIntent } from "../domain/turn-intent.ts"
 import type { RunRecord } from "../store/run-store.ts"
+import type { WaitRecord } from "../store/run-waits.ts"
 import { duration, relative } from "../domain/text.ts"
 import { conditionLabel, isStalled, type RunCondition, runCondition } from "../domain/run-condition.ts"
+import { questionLine } from "./waits.ts"
 
 export interface DoctorInput {
   readonly databasePath: string
@@ -22,6 +24,12 @@ export interface DoctorInput {
   /** Runs in state `running`. */
   readonly running: ReadonlyArray<RunRecord>
   /**
+   * Runs in state `waiting` (at a checkpoint, held or paused) and the open waits: a run that has
+   * waited at a checkpoint longer than `staleRunMs` is listed as a long wait (not a failure).
+   */
+  readonly waiting: ReadonlyArray<RunRecord>
+  readonly waits: ReadonlyArray<WaitRecord>
+  /**
    * Runs the user cancelled directly: their pending intents are retired (never eligible, owed to
    * nobody), which is their final state, not a stranding.
    */
@@ -29,8 +37,18 @@ export interface DoctorInput {
 }
 
 export interface Finding {
-  readonly check: "legacyLaunchFailures" | "staleIntents" | "expiredIntentClaims" | "stalledRuns"
+  readonly check:
+    | "legacyLaunchFailures"
+    | "staleIntents"
+    | "expiredIntentClaims"
+    | "stalledRuns"
+    | "longWaits"
   readonly healthy: boolean
+  /**
+   * The word shown instead of `ok` for a healthy finding that still lists records (`waiting`:
+   * long waits need someone to answer, but are no failure).
+   */
+  readonly label?: string
   /** One plain sentence: what was found, and what to do about it. */
   readonly summary: string
   /** One line per affected record. */
@@ -150,11 +168,55 @@ const stalled = (input: DoctorInput): Finding => {
       }
 }
 
+/** A wait's deadline for its item line: none, to come, or passed (expired by its session's Pi). */
+const deadlineNote = (now: number, wait: WaitRecord): string => {
+  if (wait.deadlineAt === null) return "no deadline"
+  const at = new Date(wait.deadlineAt).toISOString()
+  return wait.deadlineAt > now
+    ? `deadline ${at} (${relative(now, wait.deadlineAt)})`
+    : `deadline ${at} passed ${relative(now, wait.deadlineAt)} (its timeout route runs once its session is open in Pi)`
+}
+
+const longWaits = (input: DoctorInput): Finding => {
+  const open = new Map(input.waits.map((wait) => [wait.requestId, wait]))
+  const found = input.waiting.flatMap((run) => {
+    const wait = run.waitRequestId === null ? undefined : open.get(run.waitRequestId)
+    if (wait === undefined) return []
+    return input.now - Date.parse(wait.since) > input.staleRunMs ? [{ run, wait }] : []
+  })
+  const limit = duration(input.staleRunMs)
+  return found.length === 0
+    ? {
+        check: "longWaits",
+        healthy: true,
+        summary: `no run has waited for an answer for more than ${limit}`,
+        items: []
+      }
+    : {
+        check: "longWaits",
+        healthy: true,
+        label: "waiting",
+        summary:
+          `${plural(found.length, "run")} ${agree(found.length, "has", "have")} waited for an answer for more than ${limit} ` +
+          `at a waiting checkpoint: no failure, ${agree(found.length, "it waits", "each waits")} until someone answers ` +
+          "(or its deadline passes). Answer in the run's session with /workflow answer <runId> <text>, or stop it there " +
+          "with /workflow cancel.",
+        items: found.map(
+          ({ run, wait }) =>
+            `${run.runId}: ${run.workflowName} at ${wait.nodeId}, waiting for an answer since ` +
+            `${relative(input.now, wait.since)} (request ${wait.requestId}), ${deadlineNote(input.now, wait)}, ` +
+            `session ${run.targetSessionId}; asks: ${questionLine(wait.prompt, 60)}; ` +
+            `answer: pi --session ${run.targetSessionId}, then /workflow answer ${run.runId} <text>`
+        )
+      }
+}
+
 export const diagnose = (input: DoctorInput): ReadonlyArray<Finding> => [
   legacy(input),
   stale(input),
   expiredClaims(input),
-  stalled(input)
+  stalled(input),
+  longWaits(input)
 ]
 
 export const healthy = (findings: ReadonlyArray<Finding>): boolean => findings.every((f) => f.healthy)

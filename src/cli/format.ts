@@ -5,7 +5,7 @@
  * is wanted (only on a TTY, and never when NO_COLOR is set), so the output is the same in tests
  * and in scripts.
  */
-import { clipCodePoints } from "../domain/text.ts"
+import { clipCodePoints, relative } from "../domain/text.ts"
 import { redactText } from "../domain/redact.ts"
 import { Data } from "effect"
 
@@ -31,6 +31,10 @@ export const WIDTH = 80
 
 export const paint = (style: Style, tone: Tone, text: string): string =>
   !style.colour || tone === "plain" || text === "" ? text : `${ANSI[tone]}${text}${RESET}`
+
+/** A stored time, absolute and from now (`2026-12-01T10:00:00.000Z (5m ago)`); "-" for none. */
+export const stamp = (style: Style, at: string | null): string =>
+  at === null ? "-" : `${at} (${relative(style.now, at)})`
 
 /** Whether colour is wanted on this stream (a TTY, no NO_COLOR, TERM not dumb). */
 export const wantsColour = (

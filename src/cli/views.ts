@@ -11,10 +11,20 @@ import { conditionKind, conditionLabel, isStalled, runCondition } from "../domai
 import { currentDeadline, inFlight, stepDeadline } from "../domain/step-deadline.ts"
 import { duration, relative } from "../domain/text.ts"
 import type { RunRecord, RunState, StepRecord } from "../store/run-store.ts"
-import { type Cell, cell, clip, fields, fitted, paint, type Style, type Tone, table } from "./format.ts"
-
-const stamp = (style: Style, at: string | null): string =>
-  at === null ? "-" : `${at} (${relative(style.now, at)})`
+import type { WaitRecord } from "../store/run-waits.ts"
+import {
+  type Cell,
+  cell,
+  clip,
+  fields,
+  fitted,
+  paint,
+  stamp,
+  type Style,
+  type Tone,
+  table
+} from "./format.ts"
+import { waitEntries, waitNote } from "./waits.ts"
 
 const compactJson = (value: unknown, max = 200): string => clip(JSON.stringify(value) ?? "undefined", max)
 
@@ -72,7 +82,20 @@ const deadlineCell = (style: Style, steps: ReadonlyArray<StepRecord>, index: num
   return left > 0 ? cell(`in ${duration(left)}`, "warn") : cell(`passed ${duration(-left)} ago`, "bad")
 }
 
-const stepsTable = (style: Style, steps: ReadonlyArray<StepRecord>): string =>
+/** A step's note: its timeout from its structured limit, a wait's answer, else its error or interruption. */
+const stepNote = (style: Style, step: StepRecord, wait: WaitRecord | undefined): string => {
+  // A timeout said from its structured limit, in the one duration format (not the stored text's ms).
+  if (step.outcome === "timed_out" && step.timeoutMs !== null)
+    return `timed out after ${duration(step.timeoutMs)}`
+  const answered = wait === undefined ? null : waitNote(style, wait)
+  return answered ?? clip(step.error ?? step.interrupted ?? "", 60)
+}
+
+const stepsTable = (
+  style: Style,
+  steps: ReadonlyArray<StepRecord>,
+  waits: ReadonlyMap<string, WaitRecord>
+): string =>
   steps.length === 0
     ? "no steps yet"
     : table(
@@ -88,12 +111,7 @@ const stepsTable = (style: Style, steps: ReadonlyArray<StepRecord>): string =>
             cell(span(step.startedAt, step.endedAt) ?? "-"),
             cell(step.timeoutMs === null ? "-" : duration(step.timeoutMs)),
             deadlineCell(style, steps, index),
-            // A timeout said from its structured limit, in the one duration format (not the stored text's ms).
-            cell(
-              step.outcome === "timed_out" && step.timeoutMs !== null
-                ? `timed out after ${duration(step.timeoutMs)}`
-                : clip(step.error ?? step.interrupted ?? "", 60)
-            )
+            cell(stepNote(style, step, waits.get(step.attemptId)))
           ]
         })
       )
@@ -108,16 +126,30 @@ const deadlineField = (style: Style, steps: ReadonlyArray<StepRecord>): string =
   return stamp(style, new Date(deadline).toISOString())
 }
 
-/** One run: its condition, its record, its step history and the turn intents it raised. */
+/**
+ * One run: its condition, its record, its step history and the turn intents it raised; for a run
+ * waiting at a checkpoint, what it asks and how to answer (`waits`: the run's waits, any state).
+ */
 export const showRun = (
   style: Style,
   run: RunRecord,
   steps: ReadonlyArray<StepRecord>,
   intents: ReadonlyArray<TurnIntent>,
   chain: ReadonlyArray<string> = [],
-  reminders: Reminders = new Map()
+  reminders: Reminders = new Map(),
+  waits: ReadonlyArray<WaitRecord> = []
 ): string => {
   const took = span(run.startedAt, run.endedAt)
+  const requestId = run.waitRequestId
+  const waiting =
+    requestId === null
+      ? [["deadline", deadlineField(style, steps)] as const]
+      : waitEntries(
+          style,
+          run,
+          requestId,
+          waits.find((wait) => wait.requestId === requestId)
+        )
   const entries: Array<readonly [string, string, Tone?]> = [
     ["run", run.runId],
     [
@@ -126,7 +158,7 @@ export const showRun = (
     ],
     ["state", conditionLabel(runCondition(run, style.now, sentFor(run, reminders))), runTone(run.state)],
     ["node", run.currentNodeId ?? "-"],
-    ["deadline", deadlineField(style, steps)],
+    ...waiting,
     // Counted steps are the settled ones; a visit still open or interrupted is listed below, not counted.
     ["steps", `${run.stepCount} settled (the limit is ${run.maxSteps})`],
     ["session", `${run.targetSessionId} (started from a ${run.origin})`],
@@ -152,7 +184,7 @@ export const showRun = (
   if (Option.isSome(run.result)) entries.push(["result", compactJson(run.result.value)])
   const sections = [
     fields(style, entries),
-    `${paint(style, "dim", "steps")}\n${stepsTable(style, steps)}`,
+    `${paint(style, "dim", "steps")}\n${stepsTable(style, steps, new Map(waits.map((w) => [w.attemptId, w])))}`,
     `${paint(style, "dim", "turn intents")}\n${intents.length === 0 ? "none" : intentsTable(style, intents)}`,
     `${paint(style, "dim", "restart chain")}\n${chain.length === 0 ? "none" : chain.join("\n")}`
   ]

@@ -149,7 +149,7 @@ describe("pi-workflow-turns in a terminal", () => {
     expect(result.code).toBe(2)
     expectOneLine(result)
     expect(result.stderr).toContain(
-      'pi-workflow-turns: --state: expected one of queued, running, waiting, completed, failed, timed_out, cancelled, parked, orphaned, held; got "bogus"'
+      'pi-workflow-turns: --state: expected one of queued, running, waiting, completed, failed, timed_out, cancelled, parked, orphaned, held, paused; got "bogus"'
     )
   })
 
@@ -157,7 +157,7 @@ describe("pi-workflow-turns in a terminal", () => {
     const help = await cli(["runs", "--help"])
     expect(help.code).toBe(0)
     expect(help.stdout).toMatch(
-      /--state text\n\s+only runs in this state \(queued, running, .*\) or condition \(parked, orphaned, held\)/
+      /--state text\n\s+only runs in this state \(queued, running, completed, .*\) or condition \(waiting, parked, orphaned, held, paused; waiting: at a waiting checkpoint, for an answer\)/
     )
     expect(help.stdout).toMatch(/--wide\n\s+show every column in full/)
     expect(help.stdout).toMatch(/--limit integer\n\s+at most this many rows/)

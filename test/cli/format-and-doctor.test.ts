@@ -112,6 +112,8 @@ describe("doctor's findings", () => {
     legacyPending: 0,
     pending: [],
     running: [],
+    waiting: [],
+    waits: [],
     retiredRuns: new Set<string>()
   }
 
@@ -122,7 +124,8 @@ describe("doctor's findings", () => {
       "legacyLaunchFailures",
       "staleIntents",
       "expiredIntentClaims",
-      "stalledRuns"
+      "stalledRuns",
+      "longWaits"
     ])
   })
 
