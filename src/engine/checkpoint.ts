@@ -11,7 +11,7 @@
  * of the wait's deadline settles the node's step in one store transaction; the process that won
  * then claims the run and the runner routes from the settled step (`{ answer }`, or `timed_out`).
  */
-import { Clock, Effect, Either, FiberMap, Option } from "effect"
+import { Clock, Effect, FiberMap, Option } from "effect"
 import { PRESENTATION_SCHEMA, PRESENTATION_TYPE } from "../domain/message-types.ts"
 import { redactText } from "../domain/redact.ts"
 import { clipCodePoints, duration } from "../domain/text.ts"
@@ -22,10 +22,9 @@ import type { ClaimLost, RunStoreService, SubmitReceipt } from "../store/run-sto
 import { type AnsweredBy, MAX_WAIT_PROMPT_CHARS, type WaitRecord } from "../store/run-waits.ts"
 import type { StoreFailure } from "../store/store-errors.ts"
 import { type ActiveRun, newId, type RunnerDeps, type VisitState, type Waiting } from "./active-run.ts"
-import type { StepContext } from "./definition.ts"
 import { AnswerRejected, type AnswerRejection } from "./errors.ts"
 import { DELIVERY } from "./messages.ts"
-import { sentJsonProblem, type LoadedNode } from "./validate.ts"
+import { sentJsonProblem } from "./validate.ts"
 
 /** The waiting presentation: the question and the exact call that answers it. */
 export const waitingMessage = (wait: WaitRecord, workflowName: string): CustomMessage => ({
@@ -53,64 +52,20 @@ export const waitingMessage = (wait: WaitRecord, workflowName: string): CustomMe
   }
 })
 
-const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
-  typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function"
-
-/** The question's text: the node's string, or its function of the context (which may fail). */
-const questionText = (node: Extract<LoadedNode, { type: "wait" }>, context: StepContext) =>
-  Effect.suspend(() => {
-    const value = typeof node.prompt === "string" ? node.prompt : node.prompt(context)
-    return isPromiseLike(value)
-      ? Effect.tryPromise({ try: () => Promise.resolve(value), catch: (e) => e })
-      : Effect.succeed(value)
-  }).pipe(
-    Effect.flatMap((text) =>
-      typeof text === "string" && text.trim().length > 0
-        ? Effect.succeed(text)
-        : Effect.fail(`the prompt function of node "${node.id}" returned no text`)
-    ),
-    Effect.catchAllCause(() => Effect.fail(`building the prompt of wait node "${node.id}" failed`)),
-    Effect.either
-  )
-
-/**
- * The runner's side: build the question, open the request and set the run waiting. `Left`: the
- * node failed (its prompt function threw); `Right`: the run waits, the runner stops.
- */
+/** The runner's side: store the question (redacted, bounded), open the request, set the run waiting. */
 export const enterWait = (
   deps: RunnerDeps,
   run: ActiveRun,
   visit: VisitState,
-  node: Extract<LoadedNode, { type: "wait" }>,
-  context: StepContext,
+  question: string,
   limit: { readonly timeoutMs: number | null; readonly deadlineAt: number | null }
-): Effect.Effect<Either.Either<WaitRecord, string>, ClaimLost | StoreFailure> =>
+): Effect.Effect<WaitRecord, ClaimLost | StoreFailure> =>
   Effect.gen(function* () {
-    const text = yield* questionText(node, context)
-    if (Either.isLeft(text)) return Either.left(text.left)
     // Redacted before it is stored: the CLI, the status and every resend read this text.
-    const prompt = clipCodePoints(redactText(text.right), MAX_WAIT_PROMPT_CHARS, " …[truncated]")
+    const prompt = clipCodePoints(redactText(question), MAX_WAIT_PROMPT_CHARS, " …[truncated]")
     const requestId = yield* newId("req")
     const input = { nodeId: visit.nodeId, attemptId: visit.attemptId, requestId, prompt, ...limit }
-    yield* deps.store.wait(run.fence, input)
-    const stored = yield* deps.store.waitOf(requestId)
-    return Either.right(
-      Option.getOrElse(stored, () => ({
-        requestId,
-        runId: run.runId,
-        nodeId: visit.nodeId,
-        attemptId: visit.attemptId,
-        prompt,
-        since: new Date().toISOString(),
-        deadlineAt: limit.deadlineAt,
-        timeoutMs: limit.timeoutMs,
-        state: "open" as const,
-        closedReason: null,
-        answeredBy: null,
-        answeredAt: null,
-        answer: undefined
-      }))
-    )
+    return yield* deps.store.wait(run.fence, input)
   })
 
 /** Send the waiting presentation (never twice into one branch); a failure is logged. */

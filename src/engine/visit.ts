@@ -73,7 +73,8 @@ const compute = (node: Extract<LoadedNode, { type: "compute" }>, context: StepCo
     Effect.catchAllCause((cause) => Effect.succeed(failed(describeCause(cause))))
   )
 
-const promptText = (node: Extract<LoadedNode, { type: "agent" }>, context: StepContext) =>
+/** The text of an agent step's prompt or a wait node's question (a string, or its function's result). */
+const promptText = (node: Extract<LoadedNode, { type: "agent" | "wait" }>, context: StepContext) =>
   Effect.suspend(() => {
     const value = typeof node.prompt === "string" ? node.prompt : node.prompt(context)
     return isPromiseLike(value)
@@ -231,10 +232,10 @@ const runNode = (deps: RunnerDeps, run: ActiveRun, visit: VisitState) =>
       if (visit.node.type === "wait") {
         // Not raced against its limit here: the run waits without a runner (checkpoint.ts).
         const deadlineAt = left === null ? null : now + left
-        const entered = yield* enterWait(deps, run, visit, visit.node, context, { timeoutMs, deadlineAt })
-        return Either.isLeft(entered)
-          ? failed(entered.left)
-          : ({ _tag: "Waiting", wait: entered.right } as const)
+        const question = yield* promptText(visit.node, context)
+        if (Either.isLeft(question)) return failed(question.left)
+        const wait = yield* enterWait(deps, run, visit, question.right, { timeoutMs, deadlineAt })
+        return { _tag: "Waiting", wait } as const
       }
       const work =
         visit.node.type === "compute"

@@ -145,7 +145,7 @@ export const make = Effect.gen(function* () {
   const fencedRun = presentRun(requireRun)
   const fencedWrites = makeFencedWrites(sql, db, requireRun)
   const controlWrites = makeControlWrites(sql, db, requireRun)
-  const waits = makeWaits(sql, db, requireRun)
+  const waits = makeWaits(sql, db)
 
   const checkLease = (leaseMs: number) =>
     Number.isSafeInteger(leaseMs) && leaseMs > 0

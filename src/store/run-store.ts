@@ -366,8 +366,8 @@ export interface RunStoreService {
   readonly advance: (fence: Fence, settlement: Advance) => Fenced<void>
 
   // Waiting checkpoints (run-waits.ts)
-  /** Open the wait's request and set the run `waiting` with no claim, in one fenced write. */
-  readonly wait: (fence: Fence, input: NewWait) => Fenced<RunRecord>
+  /** Open the wait's request and set the run `waiting` with no claim, in one fenced write; the wait. */
+  readonly wait: (fence: Fence, input: NewWait) => Fenced<WaitRecord>
   /** The first answer: the step ends `ok` with `{answer}` and the run is `running`, unclaimed. */
   readonly answerWait: (input: {
     readonly requestId: string

@@ -13,7 +13,7 @@ import { Clock, Effect, Option, Schema } from "effect"
 import type { DatabaseService } from "./database.ts"
 import type { RunStoreService, SubmitReceipt } from "./run-store.ts"
 import { AnsweredBy, type AnswerResult, type NewWait, type WaitRecord } from "./run-waits.ts"
-import { fencedIn, iso, presentRun, type RequireRun } from "./run-writes-sql.ts"
+import { fencedIn, iso } from "./run-writes-sql.ts"
 import { asStoreFailure, StoreFailure } from "./store-errors.ts"
 
 const WaitRow = Schema.Struct({
@@ -59,11 +59,7 @@ const toWait = (row: typeof WaitRow.Type): WaitRecord => ({
 
 type WaitOperations = Pick<RunStoreService, "wait" | "answerWait" | "expireWait" | "waitOf" | "waits">
 
-export const makeWaits = (
-  sql: SqlClient.SqlClient,
-  db: DatabaseService,
-  requireRun: RequireRun
-): WaitOperations => {
+export const makeWaits = (sql: SqlClient.SqlClient, db: DatabaseService): WaitOperations => {
   const fenced = fencedIn(sql, db)
   const waitsWhere = (where: Statement.Fragment) =>
     sql`SELECT w.*, q.state, q.closed_reason, q.output_json, s.timeout_ms FROM workflow_waits w
@@ -105,7 +101,7 @@ export const makeWaits = (
         yield* sql`UPDATE workflow_runs SET state = 'waiting', claim_token = NULL, claim_expires_at = NULL,
             pause_requested = 0, parked_reason = NULL, abort_pending = 0, updated_at = ${now}
           WHERE run_id = ${fence.runId}`
-        return yield* presentRun(requireRun)(fence.runId)
+        return yield* requireWait(input.requestId, "wait")
       })
     )
 
