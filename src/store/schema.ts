@@ -247,9 +247,11 @@ export const stepRemindersTable = (type: string): ReadonlyArray<string> => [
   "CREATE INDEX workflow_step_reminders_by_run ON workflow_step_reminders (run_id)"
 ]
 
-const stepReminders = Effect.flatMap(SqlClient.SqlClient, (sql) =>
-  Effect.forEach(stepRemindersTable("TEXT"), (statement) => sql.unsafe(statement), { discard: true })
-)
+/** A migration that runs these statements in order. */
+const statements = (list: ReadonlyArray<string>) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.forEach(list, (statement) => sql.unsafe(statement), { discard: true })
+  )
 
 /** The migrations, by `<id>_<name>`, for `Migrator.fromRecord`. Never renumber or edit a shipped one. */
 export const migrations = {
@@ -257,11 +259,9 @@ export const migrations = {
   "2_turn_intent_cause_completed": turnIntentCauseCompleted,
   "3_run_end_facts": runEndFacts,
   "4_run_snapshots": runSnapshots,
-  "5_step_reminders": stepReminders,
+  "5_step_reminders": statements(stepRemindersTable("TEXT")),
   "6_run_event_adopted": runEventAdopted,
-  "7_waits": Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    Effect.forEach(waitsTable("TEXT", "INTEGER"), (statement) => sql.unsafe(statement), { discard: true })
-  )
+  "7_waits": statements(waitsTable("TEXT", "INTEGER"))
 }
 
 // --- Versions (both backends) ------------------------------------------------------------------
