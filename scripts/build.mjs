@@ -4,7 +4,8 @@
 // The library imports `effect` and `@effect/*` from the consumer's node_modules (they are peer
 // dependencies): bundling them would give a downstream program a second Effect whose fibers,
 // tags and schemas are not its own. It has no source maps (tsc's output is readable, and the
-// tarball's 1 MB budget goes to code); the extension's map points into src/, which the package ships.
+// tarball's 1 MB budget goes to code) and no comments (the declarations keep theirs, and src/ ships
+// with them); the extension's map points into src/.
 //
 // The extension is what Pi loads; Pi installs a package's dependencies but none of its peers, and
 // one bundled file loads in a fraction of the time of Effect's hundreds of modules. It bundles what
@@ -19,7 +20,7 @@ import { execFileSync } from "node:child_process"
 import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { join, resolve } from "node:path"
-import { build } from "esbuild"
+import { build, transformSync } from "esbuild"
 
 const args = new Map(
   process.argv.slice(2).map((arg) => {
@@ -156,6 +157,19 @@ const buildExtension = async () => {
   }
 }
 
+/** The extension's bundle and chunks: esbuild's own output, minified already. */
+const bundled = (entry) => entry.startsWith("chunks") || /^(extension|cli)\.js$/.test(entry)
+
+/**
+ * The library's JavaScript without comments (a quarter of its compressed size): reprinted by
+ * esbuild, still one readable module per source; pure annotations stay for bundlers.
+ */
+const stripComments = (file) => {
+  const text = readFileSync(file, "utf8")
+  const { code } = transformSync(text, { loader: "js", format: "esm", target: "node22", legalComments: "none" })
+  writeFileSync(file, code)
+}
+
 const buildLibrary = () => {
   for (const stale of ["index.js", "index.js.map", "testing.js", "testing.js.map"]) {
     rmSync(join(outdir, stale), { force: true })
@@ -165,6 +179,7 @@ const buildLibrary = () => {
   // tsc rewrites `./x.ts` to `./x.js` in the JavaScript it emits but not in declarations; a
   // consumer's tsc (without allowImportingTsExtensions) rejects a `.ts` specifier (TS5097).
   for (const entry of readdirSync(outdir, { recursive: true, encoding: "utf8" })) {
+    if (entry.endsWith(".js") && !bundled(entry)) stripComments(join(outdir, entry))
     if (!entry.endsWith(".d.ts")) continue
     const file = join(outdir, entry)
     const text = readFileSync(file, "utf8")
