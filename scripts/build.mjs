@@ -166,7 +166,12 @@ const bundled = (entry) => entry.startsWith("chunks") || /^(extension|cli)\.js$/
  */
 const stripComments = (file) => {
   const text = readFileSync(file, "utf8")
-  const { code } = transformSync(text, { loader: "js", format: "esm", target: "node22", legalComments: "none" })
+  const { code } = transformSync(text, {
+    loader: "js",
+    format: "esm",
+    target: "node22",
+    legalComments: "none"
+  })
   writeFileSync(file, code)
 }
 
