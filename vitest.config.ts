@@ -24,6 +24,7 @@ export const POSTGRES_SUITES = [
   "test/conformance/races.test.ts",
   "test/races/intent-race.test.ts",
   "test/races/mixed-race.test.ts",
+  "test/races/wait-race.test.ts",
   "test/app/tool-actions.test.ts",
   "test/app/commands-and-hooks.test.ts",
   "test/terminal/terminal-messages.test.ts",
