@@ -4,7 +4,9 @@
  * claim is absent, expired, or names an owner process on this machine that no longer exists
  * (`ownerIsDead`). The store moves the run with everything it owes the old session in the
  * claim's transaction (`RunStore.adopt`); then the runner starts here and reruns the node in
- * flight, as any takeover does, so its step prompt reaches this session.
+ * flight, as any takeover does, so its step prompt reaches this session. A run at a waiting
+ * checkpoint moves unclaimed and keeps waiting: its question is presented in this session, which
+ * then answers it.
  */
 import { Clock, Effect } from "effect"
 import type { RunNotFound, RunRecord, RunStoreService } from "../store/run-store.ts"
@@ -30,6 +32,8 @@ export interface AdoptDeps {
   /** `Engine.resume`, for a run that is the session's own. */
   readonly resume: EngineService["resume"]
   readonly requireRun: (runId: string) => Effect.Effect<RunRecord, RunNotFound | StoreFailure>
+  /** A waiting run moved here: watch its deadline, present its question in this session. */
+  readonly presentWaits: (sessionId: string) => Effect.Effect<unknown, StoreFailure>
 }
 
 /** The refusal for a run that a live process holds, naming its session and process. */
@@ -104,6 +108,8 @@ export const adopt = (deps: AdoptDeps): EngineService["adopt"] =>
           )
         )
       )
-    yield* deps.spawn(adopted.run, token, registered)
+    // A waiting run is moved unclaimed: no runner until its answer, only its question here.
+    if (adopted.run.waitRequestId !== null) yield* deps.presentWaits(sessionId)
+    else yield* deps.spawn(adopted.run, token, registered)
     return { run: summarize(adopted.run, yield* Clock.currentTimeMillis), adoption: adopted.adoption }
   })

@@ -368,7 +368,16 @@ export const make = (config: EngineConfig = {}) =>
         return yield* signal(runId, "interrupt", { _tag: "Interrupt", reason, afterwards })
       }),
       resume,
-      adopt: adopt({ store, registry, spawn, resume, requireRun, activeRun, leaseMs: settings.leaseMs }),
+      adopt: adopt({
+        store,
+        registry,
+        spawn,
+        resume,
+        requireRun,
+        activeRun,
+        leaseMs: settings.leaseMs,
+        presentWaits: checkpoints.recover
+      }),
       recover,
       status,
       active,

@@ -7,6 +7,8 @@
  * to the old session after it, and none is lost: each moves with the run, under the ID the new
  * session derives for the same interruption (`intentId` digests the target session), so a later
  * `ensure` of that interruption for the new session finds it rather than storing a second one.
+ * A run at a waiting checkpoint is moved the same way but not claimed: it goes on waiting, now
+ * for the new session's answer.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect, Schema } from "effect"
@@ -59,7 +61,9 @@ export const makeAdopt =
             new ClaimRefused({ runId: run.runId, state: run.state, reason })
           if (isTerminal(run.state)) return yield* refuse("terminal")
           if (run.state === "queued") return yield* refuse("queued")
-          if (run.waitRequestId !== null) return yield* refuse("waiting")
+          // A waiting run holds no claim: it moves to the new session and keeps waiting there.
+          const waiting = run.waitRequestId !== null
+          if (waiting && input.sessionId === run.targetSessionId) return yield* refuse("waiting")
           const live = run.claimToken !== null && (run.claimExpiresAt ?? 0) > now
           if (live && !(input.takeoverFrom !== undefined && run.claimToken === input.takeoverFrom)) {
             return yield* refuse("held")
@@ -120,7 +124,7 @@ export const makeAdopt =
               iso(now)
             )
           }
-          yield* takeOver(sql, run.runId, { token: input.token, expires: now + input.leaseMs, now })
+          if (!waiting) yield* takeOver(sql, run.runId, { token: input.token, expires: now + input.leaseMs, now })
           return { run: yield* requireRun(run.runId), adoption }
         })
       )

@@ -303,7 +303,8 @@ export interface RunStoreService {
    * its target session, pending turn intents (re-keyed) and undelivered notifications move, and an
    * `adopted` event records it (docs/store.md). Refused as `claim` is, as `delivering` while one of
    * those intents has a live delivery claim, with `ReservationConflict` while `sessionId` has
-   * another active run. A run already `sessionId`'s is claimed with no event.
+   * another active run. A run already `sessionId`'s is claimed with no event. A waiting run
+   * moves the same way but stays waiting, unclaimed (refused `waiting` for its own session).
    */
   readonly adopt: (input: {
     readonly runId: string

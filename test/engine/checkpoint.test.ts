@@ -1,7 +1,7 @@
 /**
  * Waiting checkpoints in the engine, on a real SQLite file and the test clock: the waiting
  * presentation, answers (first one wins, also from another engine on the same file), the
- * timeout route, cancel while waiting, restart while waiting, and the refusals.
+ * timeout route, cancel while waiting, restart and adoption while waiting, and the refusals.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Option, TestClock } from "effect"
@@ -210,6 +210,31 @@ describe("waiting checkpoints", () => {
         ).toEqual({
           seen: "later"
         })
+      })
+  )
+
+  it.scoped(
+    "adopted by another session while waiting: it stays waiting, unclaimed; the question and the answer move there",
+    () =>
+      Effect.gen(function* () {
+        const { h, runId, requestId } = yield* setup
+        const next = yield* makeHarness({ definitions: [approval], filename: h.filename })
+        const adopted = yield* next.engine.adopt(runId, "session-2")
+        expect(adopted.adoption).toMatchObject({ fromSessionId: SESSION, toSessionId: "session-2" })
+        const moved = Option.getOrThrow(yield* next.store.get(runId))
+        expect([moved.state, moved.claimToken, moved.targetSessionId]).toEqual(["waiting", null, "session-2"])
+        const presented = yield* next.coordinator.take
+        expect(details(presented)).toMatchObject({ requestId, state: "waiting", runId })
+        // The old session's answer is another session's now; the new one's continues the run.
+        const stale = yield* Effect.flip(
+          h.engine.answer({ sessionId: SESSION, requestId, answer: "old", by: "agent" })
+        )
+        expect(stale).toMatchObject({ _tag: "ForeignRun" })
+        yield* next.engine.answer({ sessionId: "session-2", requestId, answer: "new", by: "user" })
+        expect(yield* untilEnded(next, runId)).toBe("completed")
+        expect(
+          Option.getOrThrow((yield* next.store.get(runId)).pipe(Option.flatMap((r) => r.result)))
+        ).toEqual({ seen: "new" })
       })
   )
 
