@@ -200,7 +200,7 @@ export const runCommand = (input: CommandInput): Effect.Effect<CommandReply, nev
           return reply(
             failed(
               "answer",
-              `run ${input.runId} waits in session ${run.value.targetSessionId}; answer it there (pi --session ${run.value.targetSessionId})`
+              `run ${input.runId} waits in session ${run.value.targetSessionId}; answer it there (pi --session ${run.value.targetSessionId}), or move it here with /workflow resume ${input.runId} when that session is closed`
             )
           )
         const requestId = run.value.waitRequestId

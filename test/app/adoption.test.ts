@@ -109,6 +109,58 @@ describe("/workflow resume <runId> of another session's run", () => {
       }).pipe(Effect.scoped)
   )
 
+  it.live(
+    "a waiting run: answering from another session is refused with the way to move it; adopted, it is presented and answered there",
+    () =>
+      Effect.gen(function* () {
+        const ask = {
+          name: "ask",
+          startAt: "question",
+          nodes: {
+            question: { type: "wait", prompt: "Which colour?" },
+            use: { type: "compute", run: () => "used" }
+          },
+          edges: [{ from: "question", to: "use" }]
+        }
+        const location = yield* freshLocation
+        const scopeA = yield* Scope.make()
+        const a = yield* Scope.extend(sessionApp(location, "sA", [ask]), scopeA)
+        const b = yield* sessionApp(location, "sB", [ask])
+        const started = yield* Effect.provide(runCommand({ _tag: "start", workflow: "ask", input: null }), a)
+        const runId = runIdOf(started.details)
+        yield* Effect.provide(onSessionStart, a)
+        yield* Effect.provide(
+          eventually(sentOfType(PRESENTATION), (sent) => sent.length === 1),
+          a
+        )
+        const there = yield* Effect.provide(runCommand({ _tag: "answer", runId, text: "red" }), b)
+        expect(there.isError).toBe(true)
+        expect(there.text).toContain(`waits in session sA; answer it there`)
+        expect(there.text).toContain(`/workflow resume ${runId}`)
+
+        // A quits; B adopts the run, which keeps waiting and is presented in B.
+        yield* Scope.close(scopeA, Exit.void)
+        const adopted = yield* Effect.provide(runCommand({ _tag: "resume", runId }), b)
+        expect(adopted.isError).toBe(false)
+        expect(adopted.details.adoptedFrom).toBe("sA")
+        const presented = yield* Effect.provide(
+          eventually(sentOfType(PRESENTATION), (sent) => sent.length === 1),
+          b
+        )
+        expect(presented[0]?.message.details).toMatchObject({ runId, state: "waiting" })
+        const answered = yield* Effect.provide(runCommand({ _tag: "answer", runId, text: "red" }), b)
+        expect(answered.isError).toBe(false)
+        const ended = yield* Effect.provide(
+          eventually(
+            Effect.orDie(Effect.flatMap(RunStore, (runs) => runs.get(runId))),
+            (run) => run._tag === "Some" && run.value.state === "completed"
+          ),
+          b
+        )
+        expect(ended._tag === "Some" && ended.value.targetSessionId).toBe("sB")
+      }).pipe(Effect.scoped)
+  )
+
   it.live("an ended run cannot be adopted; a run of this session resumes as before", () =>
     Effect.gen(function* () {
       const location = yield* freshLocation
