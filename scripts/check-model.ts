@@ -14,6 +14,13 @@
  * the store take, the branch scan and the pending-intent check of src/app/step-reminders.ts
  * against two processes, a crash, a lost message and an interruption; MAX_REMINDERS comes from
  * src/domain/step-reminder.ts.
+ *
+ * The waiting presentation has one too (model/waiting.pml, checks named "waiting…"): the
+ * presentation of a wait reached by a timed-out step claims and resolves the timeout's pending
+ * intent (natural delivery), is sent `once` (recover's resend checks the branch), and must stay
+ * the intent's one answer beside the fallback pass, a crash, a lost message and the late prompt
+ * of the step after the answer. The self-tests remove the claim, the `once` check or the
+ * resolve-on-branch rule; the findings show where the code does not keep (a) or (b).
  */
 import { execFileSync, spawn, spawnSync } from "node:child_process"
 import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -47,12 +54,13 @@ if (!has("spin") || !has("gcc")) {
 
 const derived = modelConstants(DEFAULT_LEASE_MS, WRITE_DELAY_BOUND_MS)
 
-type Model = "delivery.pml" | "reminders.pml"
+type Model = "delivery.pml" | "reminders.pml" | "waiting.pml"
 
 /** The files of each model (constants.pml is written per check). */
 const modelFiles: Readonly<Record<Model, ReadonlyArray<string>>> = {
   "delivery.pml": ["delivery.pml", "environment.pml"],
-  "reminders.pml": ["reminders.pml"]
+  "reminders.pml": ["reminders.pml"],
+  "waiting.pml": ["waiting.pml"]
 }
 
 interface Check {
@@ -63,7 +71,8 @@ interface Check {
   readonly defines: Readonly<Record<string, number>>
   /**
    * "safety": the assertions (delivery: one message per intent, resolved => in the branch, one
-   * terminal turn per run; reminders: (a) to (d) of model/reminders.pml); "all_resolved": the
+   * terminal turn per run; reminders: (a) to (d) of model/reminders.pml; waiting: (a) to (c) of
+   * model/waiting.pml); "all_resolved": the
    * LTL claim of delivery.pml, under weak fairness.
    */
   readonly property: "safety" | "all_resolved"
@@ -88,7 +97,13 @@ const violations = {
   /** (c): a reminder sent while an intent the handler saw pending is unresolved. */
   reminderWhileSeenPending: /^!\(\(sawPendingIntent\[c\]&&\(intent==1\)\)\)/,
   /** (d), only with STRICT_PENDING: a reminder sent while any intent of the run is pending. */
-  reminderWhilePending: /^\(intent!=1\)/
+  reminderWhilePending: /^\(intent!=1\)/,
+  /** waiting.pml (a): two answers to the intent in the branch (presentation, fallback, prompt with it). */
+  answeredTwice: /^\(\(\(\(\(\(\(presI\+presPlain\)>0\)\)\?\(1\):\(0\)\)\+fb\)\+promptI\)<=1\)/,
+  /** (b): the waiting presentation twice in the branch (one request ID). */
+  presentedTwice: /^\(\(presI\+presPlain\)<=1\)/,
+  /** (c): the intent resolved while its message of that resolution is not in the branch. */
+  resolvedWithoutItsMessage: /^\(\(\(\(\(.*==1\)&&\(presI>0\)\)/
 } as const
 type Violation = keyof typeof violations
 
@@ -145,6 +160,23 @@ const reminders = {
   SYNC_SKIP: 1,
   ASSERT_C: 1,
   STRICT_PENDING: 0
+}
+
+/**
+ * The waiting presentation as the code sends it, where the code keeps (a) to (c): recover resends
+ * at a restart, the answer comes to a question the branch shows; one crash, one lost message.
+ */
+const waiting = {
+  CRASHES: 1,
+  LOSSES: 1,
+  ONCE: 1,
+  CLAIM: 1,
+  FB_CHECK: 1,
+  PERIODIC: 0,
+  EARLY_ANSWER: 0,
+  ELIG: 1,
+  INTENT: 1,
+  RESOLVE_AT_SEND: 0
 }
 
 const full = process.argv.includes("--full")
@@ -274,6 +306,84 @@ const allChecks: ReadonlyArray<Check> = [
     violates: "reminderWhilePending",
     property: "safety",
     defines: { ...reminders, NP: 1, CRASHES: 0, LOSSES: 0, STRICT_PENDING: 1 }
+  },
+  {
+    name: "waiting: the code, recover at a restart, a crash, a lost message",
+    model: "waiting.pml",
+    expect: "verified",
+    property: "safety",
+    defines: waiting
+  },
+  {
+    name: "waiting: the code, two crashes, two lost messages",
+    model: "waiting.pml",
+    expect: "verified",
+    property: "safety",
+    defines: { ...waiting, CRASHES: 2, LOSSES: 2 }
+  },
+  {
+    name: "waiting: the fallback pass without its claim check is still safe (one process)",
+    model: "waiting.pml",
+    expect: "verified",
+    property: "safety",
+    // unconfirmedOf and hasNaturalInFlight keep it off a presentation of its own process.
+    defines: { ...waiting, FB_CHECK: 0, CRASHES: 2, LOSSES: 2 }
+  },
+  {
+    name: "waiting self-test: the presentation sent plain (claims nothing) leaves the intent a second answer",
+    model: "waiting.pml",
+    expect: "counterexample",
+    violates: "answeredTwice",
+    property: "safety",
+    defines: { ...waiting, CLAIM: 0, CRASHES: 0, LOSSES: 0 }
+  },
+  {
+    name: "waiting self-test: recover's resend without the once check gives the presentation twice",
+    model: "waiting.pml",
+    expect: "counterexample",
+    violates: "presentedTwice",
+    property: "safety",
+    defines: { ...waiting, ONCE: 0 }
+  },
+  {
+    name: "waiting self-test: resolved at the send, not once the branch shows it",
+    model: "waiting.pml",
+    expect: "counterexample",
+    violates: "resolvedWithoutItsMessage",
+    property: "safety",
+    defines: { ...waiting, RESOLVE_AT_SEND: 1 }
+  },
+  {
+    name: "waiting finding: recover on a maintenance pass while the first copy is on its way gives it twice",
+    model: "waiting.pml",
+    expect: "counterexample",
+    violates: "presentedTwice",
+    property: "safety",
+    defines: { ...waiting, PERIODIC: 1, CRASHES: 0, LOSSES: 0 }
+  },
+  {
+    name: "waiting finding: no intent, recover while the presentation waits in Pi's follow-up queue gives it twice",
+    model: "waiting.pml",
+    expect: "counterexample",
+    violates: "presentedTwice",
+    property: "safety",
+    defines: { ...waiting, INTENT: 0, PERIODIC: 1, CRASHES: 0, LOSSES: 0 }
+  },
+  {
+    name: "waiting finding: an answer before the presentation went out gives the prompt with the intent and a stale presentation",
+    model: "waiting.pml",
+    expect: "counterexample",
+    violates: "answeredTwice",
+    property: "safety",
+    defines: { ...waiting, EARLY_ANSWER: 1, CRASHES: 0, LOSSES: 0 }
+  },
+  {
+    name: "waiting limit: the intent eligible while the run waits gives fallback + presentation",
+    model: "waiting.pml",
+    expect: "counterexample",
+    violates: "answeredTwice",
+    property: "safety",
+    defines: { ...waiting, ELIG: 2, CRASHES: 0, LOSSES: 0 }
   },
   {
     name: "protocol: safety, both paths, every fault kind, a user turn",
