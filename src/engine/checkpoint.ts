@@ -207,6 +207,7 @@ export const makeCheckpoints = (env: CheckpointEnv) => {
       const now = yield* Clock.currentTimeMillis
       if (deadlineAt > now) yield* Effect.sleep(deadlineAt - now)
       const expired = yield* env.store.expireWait({ requestId: wait.requestId, error: waitTimedOut(wait) })
+      presented.delete(wait.requestId)
       if (Option.isSome(expired)) yield* resumeAfter(wait.runId)
     }).pipe(
       Effect.catchAllCause((cause) =>
@@ -216,18 +217,34 @@ export const makeCheckpoints = (env: CheckpointEnv) => {
     return Effect.asVoid(FiberMap.run(env.watchers, wait.requestId, expire, { onlyIfMissing: true }))
   }
 
+  // Requests this process has presented (or is presenting): `recover` runs on every maintenance
+  // pass, and a copy still on its way (a follow-up Pi writes when the turn ends) is not yet in the
+  // branch that the `once` check reads, so without this each pass would queue another copy.
+  const presented = new Set<string>()
+
   const onWait = (waiting: Waiting): Effect.Effect<void> =>
-    Effect.zipRight(watch(waiting.wait), env.background(presentWaiting(env.coordinator, waiting)))
+    Effect.zipRight(
+      watch(waiting.wait),
+      Effect.suspend(() => {
+        if (presented.has(waiting.wait.requestId)) return Effect.void
+        presented.add(waiting.wait.requestId)
+        return env.background(presentWaiting(env.coordinator, waiting))
+      })
+    )
 
   const answer = (input: AnswerInput) =>
     Effect.gen(function* () {
       const answered = yield* recordAnswer(env.store, input)
+      presented.delete(answered.wait.requestId)
       yield* FiberMap.remove(env.watchers, answered.wait.requestId)
       yield* resumeAfter(answered.wait.runId)
       return answered.receipt
     })
 
-  /** At session start: every open wait of the session is watched, its presentation sent `once`. */
+  /**
+   * At session start and on each maintenance pass: every open wait of the session is watched, its
+   * presentation sent `once`, and only when this process has not presented it already.
+   */
   const recover = (sessionId: string): Effect.Effect<number, StoreFailure> =>
     Effect.gen(function* () {
       const open = yield* env.store.waits({ sessionId, open: true })

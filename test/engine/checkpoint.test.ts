@@ -213,6 +213,19 @@ describe("waiting checkpoints", () => {
       })
   )
 
+  it.scoped("maintenance passes while waiting present nothing again in the process that presented it", () =>
+    Effect.gen(function* () {
+      const { h } = yield* setup
+      // Engine.recover runs on every maintenance pass; the first copy may still be on its way
+      // (a follow-up Pi writes when the turn ends), so the branch's `once` check cannot see it.
+      yield* h.engine.recover(SESSION)
+      yield* h.engine.recover(SESSION)
+      // The presentations go out on background fibers: give them the event loop.
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
+      expect((yield* h.coordinator.delivered).filter((m) => details(m).state === "waiting")).toHaveLength(1)
+    })
+  )
+
   it.scoped(
     "adopted by another session while waiting: it stays waiting, unclaimed; the question and the answer move there",
     () =>
