@@ -124,7 +124,8 @@ export const makeAdopt =
               iso(now)
             )
           }
-          if (!waiting) yield* takeOver(sql, run.runId, { token: input.token, expires: now + input.leaseMs, now })
+          if (!waiting)
+            yield* takeOver(sql, run.runId, { token: input.token, expires: now + input.leaseMs, now })
           return { run: yield* requireRun(run.runId), adoption }
         })
       )
