@@ -10,15 +10,11 @@
  */
 import { Effect, Either, Layer, Option } from "effect"
 import { type OtlpConfig, type OtlpEnv, otlpConfig } from "./otlp-config.ts"
+import * as Exporter from "./otlp-exporter.ts"
 
-/** The exporter's layer, from its own chunk; one that cannot load or start leaves traces off. */
+/** The exporter's layer; one that cannot start leaves traces off. */
 const exporter = (config: OtlpConfig, warn: (line: string) => void): Layer.Layer<never> =>
-  Layer.unwrapEffect(
-    Effect.map(
-      Effect.tryPromise(() => import("./otlp-exporter.ts")),
-      (module) => module.layer(config)
-    )
-  ).pipe(
+  Exporter.layer(config).pipe(
     Layer.catchAllCause(() =>
       Layer.effectDiscard(Effect.sync(() => warn("traces are off: the OTLP exporter could not start")))
     )
