@@ -22,9 +22,9 @@
  *   decision (restart or stop) and its card fields.
  * - layerSyncOnEligible: an event that made an intent eligible outside a turn starts a fallback
  *   pass at once instead of waiting for the periodic one.
- * - layerTurnTrace (app/turn-trace.ts): an interruption published during a tool call joins that
+ * - layerTurnTrace (telemetry/turn-traces.ts): an interruption published during a tool call joins that
  *   call's trace, and its intent's delivery continues it, through the TurnTraces memory that
- *   the coordinator shares (telemetry/turn-traces.ts).
+ *   the coordinator shares.
  *
  * Where the spans go is the runtime's tracer, not this graph's: the extension and the CLI add an
  * OTLP exporter below the graph when OTEL_EXPORTER_OTLP_ENDPOINT asks for one
@@ -73,8 +73,7 @@ import * as TerminalMessages from "../terminal/terminal-decision.ts"
 import { layerMaintenance } from "./session-hooks.ts"
 import * as StatusLine from "./status-line.ts"
 import * as TurnTracesLive from "../telemetry/turn-traces.ts"
-import type { TurnTraces } from "../telemetry/turn-traces.ts"
-import { layerTurnTrace } from "./turn-trace.ts"
+import { layerTurnTrace, type TurnTraces } from "../telemetry/turn-traces.ts"
 
 export interface AppOptions {
   /** Validated definitions (see `src/app/workflows.ts`); one bad entry fails the layer. */

@@ -83,7 +83,7 @@ export const make = (options: CoordinatorOptions = {}) =>
         onNone: () => (intent: TurnIntent) => Effect.succeed(fallbackMessage(intent)),
         onSome: (provided) => provided.compose
       }),
-      // Shared with the application's trace decorator (app/turn-trace.ts) when the graph has it.
+      // Shared with the trace decorator (layerTurnTrace) when the graph has it.
       traces: Option.getOrElse(yield* Effect.serviceOption(TurnTraces), () => untraced)
     }
     const serial = yield* Effect.makeSemaphore(1)

@@ -16,7 +16,7 @@ import { type AppServices, layer as layerApp } from "../app/layers.ts"
 import type { Reply } from "../app/replies.ts"
 import { afterSettle, classifySettle, onSessionStart, onShutdown } from "../app/session-hooks.ts"
 import { runTool, decodeToolInput } from "../app/tool.ts"
-import { toolCallTrace } from "../app/turn-trace.ts"
+import { toolCallTrace } from "../telemetry/turn-traces.ts"
 import { collectWorkflows } from "../app/workflows.ts"
 import { builtinWorkflows } from "../builtins/index.ts"
 import type { PiSession } from "../session/pi-session.ts"
@@ -150,7 +150,7 @@ export const createSessionApp = (pi: ExtensionAPI, settleMark?: SettleMark): Ses
       }
       await withApp(ctx, async (runtime) => {
         const call = toolCallId === undefined ? {} : { toolCallId }
-        // The call is the root of its turn's trace (app/turn-trace.ts).
+        // The call is the root of its turn's trace (telemetry/turn-traces.ts).
         reply = await runtime.runPromise(
           runTool(input.right, call).pipe(toolCallTrace(input.right._tag, call))
         )

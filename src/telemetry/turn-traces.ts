@@ -1,43 +1,36 @@
 /**
- * One turn, one trace. The work that follows an interruption is spread over fibers and moments
- * that share no call stack: the agent's tool call, the runner fiber that stops the visit and
- * stores the intent, and, after Pi's settle, the pass that sends the successor. Each would start
- * its own trace; this in-process memory joins them:
+ * One turn, one trace. The tool call, the runner fiber that stops the visit and stores the
+ * intent, and the pass that sends the successor after Pi's settle share no call stack, so each
+ * would start its own trace. This in-process memory joins them:
  *
- * - while a tool call of a session's active turn runs, it is that session's trace origin: an
- *   interruption published meanwhile (it aborts that very turn) becomes its child;
- * - where an intent began is remembered by intent ID (the newest `MAX_INTENTS`, as span context
- *   only), and each later delivery step for that intent runs as a child of it, linked to the
- *   pass that runs it.
+ * - `toolCallTrace`: a tool call (`workflow.tool`) is its session's trace origin while it runs;
+ * - `layerTurnTrace` (a SourceEvents decorator): an event published meanwhile (it stops that
+ *   very turn) joins the call's trace as `workflow.interruption`, linked to the publishing span;
+ * - the span where an intent began is remembered (the newest `MAX_INTENTS`, IDs only) and each
+ *   delivery step for it (`withIntentSpan`) runs as its child, linked to the pass running it.
  *
- * In-process only: after a restart the delivery starts a new trace, still carrying the intent ID.
- * Its operations are tracing plumbing and open no spans of their own.
+ * After a restart the delivery starts a new trace, with the intent ID. Attributes are IDs only.
+ * The plumbing opens no spans of its own.
  */
 import { Context, Effect, Layer, Option, Tracer } from "effect"
+import { SourceEvents } from "../interruption/source-events.ts"
+import { PiSession } from "../session/pi-session.ts"
 
-/** Intents whose origin is remembered; an older one's delivery just starts its own trace. */
 export const MAX_INTENTS = 512
 
-export const INTENT_ID = "workflow.intent.id"
-
 export interface TurnTracesService {
-  /** Run `effect` as a tool call of `sessionId`'s active turn, `span` being the call's span. */
   readonly toolCall: (
     sessionId: string,
     span: Tracer.AnySpan
   ) => <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
-  /** The span of the newest tool call `sessionId`'s active turn is making now, if any. */
+  /** The newest tool call `sessionId` is making now. */
   readonly origin: (sessionId: string) => Effect.Effect<Option.Option<Tracer.AnySpan>>
-  /** Where an intent began; the first call for an intent wins (a later event only reuses it). */
+  /** The first span remembered for an intent stays (a later event only reuses the intent). */
   readonly remember: (intentId: string, span: Tracer.AnySpan) => Effect.Effect<void>
-  /**
-   * `effect` in a span named `name` for `intentId`: a child of where the intent began, linked
-   * to the caller's span, when that is remembered; else an ordinary child of the caller.
-   */
   readonly withIntentSpan: (
     name: string,
     intentId: string,
-    attributes?: Record<string, unknown>
+    attributes: Record<string, unknown>
   ) => <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
 
@@ -46,70 +39,124 @@ export class TurnTraces extends Context.Tag("pi-workflow-turns/TurnTraces")<
   TurnTracesService
 >() {}
 
-/** Only the span's identity: a remembered span keeps none of its attributes alive. */
-const contextOf = (span: Tracer.AnySpan): Tracer.ExternalSpan =>
-  Tracer.externalSpan({ traceId: span.traceId, spanId: span.spanId, sampled: span.sampled })
+const linkTo = (span: Option.Option<Tracer.AnySpan>): Array<Tracer.SpanLink> =>
+  Option.toArray(Option.map(span, (s) => ({ _tag: "SpanLink", span: s, attributes: {} })))
+
+const caller = Effect.option(Effect.currentParentSpan)
+
+/** In the intent's trace when its origin is known (linked to the caller), else the caller's. */
+const intentSpan =
+  (name: string, intentId: string, attributes: Record<string, unknown>, origin?: Tracer.AnySpan) =>
+  <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    Effect.flatMap(caller, (from) =>
+      Effect.withSpan(effect, name, {
+        attributes: { ...attributes, "workflow.intent.id": intentId },
+        ...(origin === undefined ? {} : { parent: origin, links: linkTo(from) })
+      })
+    )
 
 export const make = (): TurnTracesService => {
-  const calls = new Map<string, Array<Tracer.AnySpan>>()
+  const calls = new Map<string, ReadonlyArray<Tracer.AnySpan>>()
   const began = new Map<string, Tracer.ExternalSpan>()
-
-  const leave = (sessionId: string, span: Tracer.AnySpan) =>
+  const open = (
+    sessionId: string,
+    f: (spans: ReadonlyArray<Tracer.AnySpan>) => ReadonlyArray<Tracer.AnySpan>
+  ) =>
     Effect.sync(() => {
-      const open = (calls.get(sessionId) ?? []).filter((s) => s !== span)
-      if (open.length === 0) calls.delete(sessionId)
-      else calls.set(sessionId, open)
+      const next = f(calls.get(sessionId) ?? [])
+      if (next.length === 0) calls.delete(sessionId)
+      else calls.set(sessionId, next)
     })
-
   return {
     toolCall: (sessionId, span) => (effect) =>
       Effect.acquireUseRelease(
-        Effect.sync(() => void calls.set(sessionId, [...(calls.get(sessionId) ?? []), span])),
+        open(sessionId, (spans) => [...spans, span]),
         () => effect,
-        () => leave(sessionId, span)
+        () => open(sessionId, (spans) => spans.filter((s) => s !== span))
       ),
     origin: (sessionId) => Effect.sync(() => Option.fromNullable(calls.get(sessionId)?.at(-1))),
-    remember: (intentId, span) =>
+    remember: (intentId, { traceId, spanId, sampled }) =>
       Effect.sync(() => {
         if (began.has(intentId)) return
-        began.set(intentId, contextOf(span))
-        // Maps iterate in insertion order: the first key is the oldest.
-        if (began.size > MAX_INTENTS) {
-          const oldest = began.keys().next()
-          if (oldest.done !== true) began.delete(oldest.value)
+        // Only the identity: a remembered span keeps no attributes alive. Oldest key first.
+        began.set(intentId, Tracer.externalSpan({ traceId, spanId, sampled }))
+        for (const oldest of began.keys()) {
+          if (began.size <= MAX_INTENTS) break
+          began.delete(oldest)
         }
       }),
-    withIntentSpan:
-      (name, intentId, attributes = {}) =>
-      (effect) =>
-        Effect.flatMap(
-          Effect.all([Effect.sync(() => began.get(intentId)), Effect.option(Effect.currentParentSpan)]),
-          ([origin, caller]) =>
-            Effect.withSpan(effect, name, {
-              attributes: { ...attributes, [INTENT_ID]: intentId },
-              ...(origin === undefined
-                ? {}
-                : {
-                    parent: origin,
-                    links: Option.match(caller, {
-                      onNone: () => [],
-                      onSome: (span) => [{ _tag: "SpanLink" as const, span, attributes: {} }]
-                    })
-                  })
-            })
-        )
+    withIntentSpan: (name, intentId, attributes) => (effect) =>
+      Effect.suspend(() => intentSpan(name, intentId, attributes, began.get(intentId))(effect))
   }
 }
 
-/** For a graph without the memory: a delivery step is an ordinary span with the intent ID. */
+/** A graph without the memory: a delivery step is an ordinary span with the intent ID. */
 export const untraced: TurnTracesService = {
   toolCall: () => (effect) => effect,
   origin: () => Effect.succeedNone,
   remember: () => Effect.void,
-  withIntentSpan:
-    (name, intentId, attributes = {}) =>
-    (effect) =>
-      Effect.withSpan(effect, name, { attributes: { ...attributes, [INTENT_ID]: intentId } })
+  withIntentSpan: intentSpan
 }
 
 export const layer: Layer.Layer<TurnTraces> = Layer.sync(TurnTraces, make)
+
+/** One tool action as the root of its trace, with the action, the session and the reply's run. */
+export const toolCallTrace =
+  (action: string, call: { readonly toolCallId?: string } = {}) =>
+  <A extends { readonly details: Readonly<Record<string, unknown>> }, E, R>(
+    effect: Effect.Effect<A, E, R>
+  ): Effect.Effect<A, E, R | PiSession | TurnTraces> =>
+    Effect.gen(function* () {
+      const sessionId = yield* (yield* PiSession).sessionId
+      const span = yield* Effect.orDie(Effect.currentSpan)
+      span.attribute("pi.session.id", sessionId)
+      const reply = yield* (yield* TurnTraces).toolCall(sessionId, span)(effect)
+      if (typeof reply.details.runId === "string") span.attribute("workflow.run.id", reply.details.runId)
+      return reply
+    }).pipe(
+      Effect.withSpan("workflow.tool", {
+        root: true,
+        attributes: {
+          "workflow.action": action,
+          ...(call.toolCallId ? { "pi.tool_call.id": call.toolCallId } : {})
+        }
+      })
+    )
+
+/** The SourceEvents decorator of the module comment. */
+export const layerTurnTrace: Layer.Layer<SourceEvents, never, SourceEvents | TurnTraces> = Layer.effect(
+  SourceEvents,
+  Effect.gen(function* () {
+    const inner = yield* SourceEvents
+    const traces = yield* TurnTraces
+    return SourceEvents.of({
+      publish: (event) =>
+        Effect.gen(function* () {
+          const from = yield* caller
+          const origin = event.run ? yield* traces.origin(event.run.targetSessionId) : Option.none()
+          if (Option.isNone(origin)) {
+            const result = yield* inner.publish(event)
+            if (result.intentId !== null && Option.isSome(from))
+              yield* traces.remember(result.intentId, from.value)
+            return result
+          }
+          return yield* Effect.flatMap(Effect.orDie(Effect.currentSpan), (span) =>
+            Effect.tap(inner.publish(event), (result) =>
+              result.intentId === null ? Effect.void : traces.remember(result.intentId, span)
+            )
+          ).pipe(
+            Effect.withSpan("workflow.interruption", {
+              parent: origin.value,
+              links: linkTo(from),
+              attributes: {
+                "workflow.event": event._tag,
+                ...(event.run
+                  ? { "workflow.run.id": event.run.runId, "pi.session.id": event.run.targetSessionId }
+                  : {})
+              }
+            })
+          )
+        })
+    })
+  })
+)

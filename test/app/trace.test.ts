@@ -2,14 +2,14 @@
  * One agent self-cancel followed in a trace, from the tool call to the fallback: a downstream
  * tracer sees the tool action, the engine, the stores and the successor core as named spans, and
  * the turn's work as one trace: the runner's interruption joins the tool call's trace, and the
- * fallback for its intent continues it (app/turn-trace.ts, telemetry/turn-traces.ts).
+ * fallback for its intent continues it (telemetry/turn-traces.ts).
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { type RecordedSpan as Recorded, recordingSpans } from "../support/recording-tracer.ts"
 import { afterSettle } from "../../src/app/session-hooks.ts"
 import { runTool } from "../../src/app/tool.ts"
-import { toolCallTrace } from "../../src/app/turn-trace.ts"
+import { toolCallTrace } from "../../src/telemetry/turn-traces.ts"
 import { Engine } from "../../src/engine/engine.ts"
 import { PiSessionFake } from "../../src/testing.ts"
 import { buildApp, eventually, FALLBACK, sentOfType, STEP } from "./support.ts"

@@ -1,14 +1,7 @@
 /** The OTLP settings, from an environment record to a decision: every variable and bad value. */
 import { Either, Option } from "effect"
 import { describe, expect, it } from "vitest"
-import {
-  DEFAULT_SERVICE_NAME,
-  DEFAULT_TIMEOUT_MS,
-  type OtlpConfig,
-  type OtlpEnv,
-  otlpConfig,
-  parseKeyValues
-} from "../../src/telemetry/otlp-config.ts"
+import { type OtlpConfig, type OtlpEnv, otlpConfig, parseKeyValues } from "../../src/telemetry/otlp-config.ts"
 
 const BASE = { OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318" }
 
@@ -150,7 +143,7 @@ describe("the headers", () => {
 
 describe("the resource", () => {
   it("service name: OTEL_SERVICE_NAME, else service.name of the attributes, else the default", () => {
-    expect(config(BASE).serviceName).toBe(DEFAULT_SERVICE_NAME)
+    expect(config(BASE).serviceName).toBe("pi-workflow-turns")
     expect(config({ ...BASE, OTEL_RESOURCE_ATTRIBUTES: "service.name=from-attrs" }).serviceName).toBe(
       "from-attrs"
     )
@@ -159,7 +152,7 @@ describe("the resource", () => {
         .serviceName
     ).toBe("mine")
     expect(config({ ...BASE, OTEL_RESOURCE_ATTRIBUTES: "service.name=" }).serviceName).toBe(
-      DEFAULT_SERVICE_NAME
+      "pi-workflow-turns"
     )
   })
 
@@ -171,21 +164,5 @@ describe("the resource", () => {
     expect(warning({ ...BASE, OTEL_RESOURCE_ATTRIBUTES: "a=1,b" })).toBe(
       "traces are off: OTEL_RESOURCE_ATTRIBUTES: entry 2 is not key=value (percent-encoded; values are not shown)"
     )
-  })
-})
-
-describe("the request timeout", () => {
-  it("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT, else OTEL_EXPORTER_OTLP_TIMEOUT, else 10 s; bad values warn", () => {
-    expect(config(BASE).timeoutMs).toBe(DEFAULT_TIMEOUT_MS)
-    expect(config({ ...BASE, OTEL_EXPORTER_OTLP_TIMEOUT: "2500" }).timeoutMs).toBe(2500)
-    expect(
-      config({ ...BASE, OTEL_EXPORTER_OTLP_TIMEOUT: "2500", OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: "700" })
-        .timeoutMs
-    ).toBe(700)
-    for (const bad of ["0", "-1", "1.5", "10s", "99999999999999999999"]) {
-      expect(warning({ ...BASE, OTEL_EXPORTER_OTLP_TIMEOUT: bad })).toBe(
-        "traces are off: OTEL_EXPORTER_OTLP_TIMEOUT must be a positive whole number of milliseconds"
-      )
-    }
   })
 })
