@@ -24,7 +24,6 @@ import { piChainSection, piStartupSection } from "./pi-responsiveness.ts"
 import { scalingSection } from "./scaling.ts"
 import { type BenchContext, type BenchSection, type Check, checkList, median, us } from "./section.ts"
 import { storeSection } from "./store.ts"
-import { telemetrySection } from "./telemetry.ts"
 
 /** Every section, in report order; each measures goals of issue 25. */
 const SECTIONS: ReadonlyArray<BenchSection> = [
@@ -34,8 +33,7 @@ const SECTIONS: ReadonlyArray<BenchSection> = [
   abortSection,
   piDeliverySection,
   piStartupSection,
-  piChainSection,
-  telemetrySection
+  piChainSection
 ]
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")

@@ -243,14 +243,7 @@ const deliver = (
         yield* releaseClaim(env, intent, token)
         return yield* sendPlain(env, natural, `turn intent ${intent.intentId} could not be repaired`)
       }
-      // In the trace where the intent began, linked to this delivery's own span.
-      const step = yield* throughIntent(env, natural, intent, token).pipe(
-        env.traces.withIntentSpan("Coordinator.deliverThroughIntent", intent.intentId, {
-          intentId: intent.intentId,
-          runId: natural.runId,
-          kind: natural.kind
-        })
-      )
+      const step = yield* throughIntent(env, natural, intent, token)
       if (step._tag === "Done") return step.receipt
       if (step._tag === "Repaired") repaired.add(intent.intentId)
     }
