@@ -34,6 +34,7 @@ export const POSTGRES_SUITES = [
   "test/app/restart.test.ts",
   "test/terminal/restart-app.test.ts",
   "test/cli/cli-pg.test.ts",
+  "test/serve/timeline.test.ts",
   "test/faults/store-faults.test.ts",
   "test/faults/core-under-faults.test.ts",
   "test/faults/engine-under-lock.test.ts",

@@ -24,6 +24,7 @@ import { piChainSection, piStartupSection } from "./pi-responsiveness.ts"
 import { scalingSection } from "./scaling.ts"
 import { type BenchContext, type BenchSection, type Check, checkList, median, us } from "./section.ts"
 import { storeSection } from "./store.ts"
+import { telemetrySection } from "./telemetry.ts"
 
 /** Every section, in report order; each measures goals of issue 25. */
 const SECTIONS: ReadonlyArray<BenchSection> = [
@@ -33,7 +34,8 @@ const SECTIONS: ReadonlyArray<BenchSection> = [
   abortSection,
   piDeliverySection,
   piStartupSection,
-  piChainSection
+  piChainSection,
+  telemetrySection
 ]
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")

@@ -4,8 +4,9 @@
 // The library imports `effect` and `@effect/*` from the consumer's node_modules (they are peer
 // dependencies): bundling them would give a downstream program a second Effect whose fibers,
 // tags and schemas are not its own. It has no source maps (tsc's output is readable, and the
-// tarball's 1 MB budget goes to code) and no comments (the declarations keep theirs, and src/ ships
-// with them); the extension's map points into src/.
+// tarball's 1 MB budget goes to code) and no comments (the declarations keep theirs). The
+// TypeScript sources do not ship: they were a third of the packed size and only a debugger reads
+// them; the extension's map names their paths in the repository.
 //
 // The extension is what Pi loads; Pi installs a package's dependencies but none of its peers, and
 // one bundled file loads in a fraction of the time of Effect's hundreds of modules. It bundles what
@@ -68,8 +69,9 @@ const encodeVlq = (values) => {
 /**
  * Keep a bundle's source map to our own modules: the mappings into node_modules (Effect) are
  * most of the map, and a stack frame inside Effect is better read in the bundle than in a map
- * to sources the user does not have. Our sources are not inlined: the package ships `src/`,
- * which the map's relative paths point to (the tarball stays under 1 MB).
+ * to sources the user does not have. Our sources are not inlined: the map's relative paths
+ * name them in the repository (`node --enable-source-maps` needs only the mappings to print
+ * `src/…` frames), and the tarball stays under 1 MB.
  */
 const ownSourcesOnly = (mapFile) => {
   const map = JSON.parse(readFileSync(mapFile, "utf8"))

@@ -12,7 +12,7 @@
  *
  *   RunStore     ─► FinalOnEnd.layer ─► StatusLine.layer ─► RunStore      (engine)
  *   Coordinator  ─► TerminalMessages.layerCoordinator ─► Coordinator   (engine)
- *   SourceEvents ─► layerSyncOnEligible (below)       ─► SourceEvents  (engine and caller)
+ *   SourceEvents ─► layerSyncOnEligible (below) ─► layerTurnTrace ─► SourceEvents  (engine and caller)
  *
  * - FinalOnEnd.layer: a run's end writes the run's one `final` notification in the same
  *   transaction, so a run never ends without it or with two.
@@ -22,6 +22,13 @@
  *   decision (restart or stop) and its card fields.
  * - layerSyncOnEligible: an event that made an intent eligible outside a turn starts a fallback
  *   pass at once instead of waiting for the periodic one.
+ * - layerTurnTrace (telemetry/turn-traces.ts): an interruption published during a tool call joins that
+ *   call's trace, and its intent's delivery continues it, through the TurnTraces memory that
+ *   the coordinator shares.
+ *
+ * Where the spans go is the runtime's tracer, not this graph's: the extension and the CLI add an
+ * OTLP exporter below the graph when OTEL_EXPORTER_OTLP_ENDPOINT asks for one
+ * (telemetry/otlp.ts), and nothing otherwise.
  *
  * The caller's RunStore and Coordinator are the undecorated ones.
  *
@@ -65,6 +72,8 @@ import * as StepReminderStoreSql from "../store/step-reminder-store-sql.ts"
 import * as TerminalMessages from "../terminal/terminal-decision.ts"
 import { layerMaintenance } from "./session-hooks.ts"
 import * as StatusLine from "./status-line.ts"
+import * as TurnTracesLive from "../telemetry/turn-traces.ts"
+import { layerTurnTrace, type TurnTraces } from "../telemetry/turn-traces.ts"
 
 export interface AppOptions {
   /** Validated definitions (see `src/app/workflows.ts`); one bad entry fails the layer. */
@@ -110,6 +119,7 @@ export type AppServices =
   | Notifier
   | NotificationStore
   | StepReminderStore
+  | TurnTraces
 
 /** Every store on one SQLite file, with the `Database` they share. */
 export const layerStores = (options: DatabaseOptions): Layer.Layer<StoreServices, OpenError> =>
@@ -191,11 +201,13 @@ export const layerWith = <E, R>(
   options: AppOptions
 ): Layer.Layer<AppServices, E | DefinitionError, R | PiSession> => {
   // Test-only: PI_WORKFLOW_TURNS_CRASH_AT kills the process at a delivery step (docs/reliability.md).
-  const base = Layer.merge(
+  // The TurnTraces memory is shared by the trace decorator and the coordinator (one turn, one trace).
+  const base = Layer.mergeAll(
     stores,
     options.crashPoints === undefined
       ? layerCrashPointsFromEnv
-      : Layer.succeed(CrashPoints, options.crashPoints)
+      : Layer.succeed(CrashPoints, options.crashPoints),
+    TurnTracesLive.layer
   )
   // The successor-turn core; fallbacks of ended runs carry the terminal decision
   // (src/terminal/terminal-decision.ts).
@@ -204,8 +216,11 @@ export const layerWith = <E, R>(
     Layer.provideMerge(base)
   )
   // The application's SourceEvents: the core's, plus a fallback pass after an eligible event
-  // (layerSyncOnEligible). It is the only SourceEvents the engine and the caller see.
-  const events = layerSyncOnEligible.pipe(Layer.provide(core))
+  // (layerSyncOnEligible), inside the turn's trace (layerTurnTrace). It is the only SourceEvents
+  // the engine and the caller see.
+  const events = layerTurnTrace.pipe(
+    Layer.provide(Layer.merge(layerSyncOnEligible.pipe(Layer.provide(core)), base))
+  )
   // The engine presents completed runs through a Coordinator that adds the terminal decision.
   const presenting = TerminalMessages.layerCoordinator.pipe(Layer.provide(core))
   const registry = layerFromDefinitions(options.workflows)
@@ -233,6 +248,7 @@ export const layerWith = <E, R>(
     only(LaunchStore)(stores),
     only(NotificationStore)(stores),
     only(StepReminderStore)(stores),
+    only(TurnTracesLive.TurnTraces)(base),
     registry,
     only(Notifications)(notifications),
     notifier,

@@ -1,22 +1,31 @@
 /**
- * The operator CLI's commands (`intents`, `runs`, `show`, `doctor`) over the stores, opened
- * read-only (`open.ts`: a SQLite file, or a PostgreSQL database when the location is a
+ * The operator CLI's commands (`intents`, `runs`, `show`, `doctor`, `serve`) over the stores,
+ * opened read-only (`open.ts`: a SQLite file, or a PostgreSQL database when the location is a
  * `postgres://` URL). Each command prints a table or page, or `--json` for scripts; failures are
  * typed (`CliFailure`, the stores' errors) and turned into one line by `main.ts`.
  */
 import { Args, Command, Options } from "@effect/cli"
-import { Clock, Console, Effect, Option, Schema } from "effect"
+import { Clock, Console, Effect, Option } from "effect"
 import { legacyLaunchFailures } from "../store/database.ts"
 import { conditionKind, runCondition } from "../domain/run-condition.ts"
 import { endOwesNothing } from "../interruption/run-debts.ts"
 import { remindersSent } from "../store/operator-reads.ts"
-import { RunState, RunStore } from "../store/run-store.ts"
+import { RunStore } from "../store/run-store.ts"
 import { MAX_LIST_LIMIT, TurnIntentStore } from "../store/turn-intent-store.ts"
 import { chainStatus } from "../terminal/launches.ts"
 import { diagnose, healthy } from "./doctor.ts"
 import { CliFailure, paint, type Style, wantsColour } from "./format.ts"
 import { resolveId, runIdOf, sessionIdOf } from "./lookup.ts"
 import { withStores } from "./open.ts"
+import { serve } from "./serve.ts"
+import {
+  CONDITION_STATES,
+  filterState,
+  isConditionState,
+  STATE_CHOICES,
+  STORED_FOR,
+  STORED_STATES
+} from "./run-states.ts"
 import { intentsTable, runsTable, runJson, sentFor, showIntent, showRun, stepJson } from "./views.ts"
 import { waitJson } from "./waits.ts"
 
@@ -109,41 +118,21 @@ const intents = Command.make(
     })
 ).pipe(Command.withDescription("list turn intents, oldest first"))
 
-const isRunState = Schema.is(RunState)
-
-/**
- * `--state` values that are conditions (domain/run-condition.ts) of runs stored as `running` or
- * `waiting`: `waiting` is a run at a waiting checkpoint (not the stored state, which a held or
- * paused run also has: those are `held` and `paused`).
- */
-const CONDITION_STATES = ["waiting", "parked", "orphaned", "held", "paused"] as const
-type ConditionState = (typeof CONDITION_STATES)[number]
-const isConditionState = (value: string): value is ConditionState =>
-  (CONDITION_STATES as ReadonlyArray<string>).includes(value)
-/** The stored states `--state` filters as stored. */
-const STORED_STATES = RunState.literals.filter((state) => !isConditionState(state))
-const STATE_CHOICES = [...new Set([...RunState.literals, ...CONDITION_STATES])].join(", ")
-/** The one stored state a condition is found in (listing only those rows), where there is one. */
-const STORED_FOR: Partial<Record<ConditionState, RunState>> = {
-  waiting: "waiting",
-  paused: "waiting",
-  parked: "running",
-  orphaned: "running"
-}
-
 /** `--state`'s value, or one line naming the flag, the choices and what was given (exit 2). */
 const stateOf = (typed: Option.Option<string>) =>
   Option.match(typed, {
     onNone: () => Effect.succeed(undefined),
-    onSome: (value) =>
-      isRunState(value) || isConditionState(value)
-        ? Effect.succeed(value)
+    onSome: (value) => {
+      const state = filterState(value)
+      return state !== null
+        ? Effect.succeed(state)
         : Effect.fail(
             new CliFailure({
-              message: `--state: expected one of ${STATE_CHOICES}; got ${JSON.stringify(value)}`,
+              message: `--state: expected one of ${STATE_CHOICES.join(", ")}; got ${JSON.stringify(value)}`,
               exitCode: 2
             })
           )
+    }
   })
 
 const runs = Command.make(
@@ -341,7 +330,23 @@ const doctor = Command.make(
     })
 ).pipe(Command.withDescription("check the database and explain what needs attention (exit 1 when it does)"))
 
+const serveCommand = Command.make(
+  "serve",
+  {
+    db: dbOption,
+    port: Options.integer("port").pipe(
+      Options.withDescription("the port on 127.0.0.1 to serve on (default 0: a free one)"),
+      Options.withDefault(0)
+    )
+  },
+  (args) => serve(args.db, args.port)
+).pipe(
+  Command.withDescription(
+    "a local read-only web page of the runs and their timelines: prints its URL with an access token, serves until Ctrl-C"
+  )
+)
+
 export const root = Command.make("pi-workflow-turns").pipe(
   Command.withDescription("inspect the pi-workflow-turns controller database (read-only)"),
-  Command.withSubcommands([intents, runs, show, doctor])
+  Command.withSubcommands([intents, runs, show, doctor, serveCommand])
 )

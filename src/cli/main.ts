@@ -8,6 +8,7 @@ import { CliConfig, Command, ValidationError } from "@effect/cli"
 import { FileSystem, Path, Terminal } from "@effect/platform"
 import { Cause, Console, Effect, Exit, Layer, Option } from "effect"
 import { root } from "./commands.ts"
+import { layerFromEnv } from "../telemetry/otlp.ts"
 import { CliFailure, shown } from "./format.ts"
 
 export const VERSION = "0.1.0"
@@ -102,9 +103,25 @@ const describe = (cause: Cause.Cause<unknown>): { readonly code: number; readonl
   return { code: 2, line: String(error) }
 }
 
+/** The subcommand's name for the CLI's root span: only a plain word (never an option's value). */
+const commandName = (argv: ReadonlyArray<string>): Record<string, string> => {
+  const word = argv[2]
+  return word !== undefined && /^[a-z][a-z-]{0,31}$/.test(word) ? { "cli.command": word } : {}
+}
+
 export const main = async (argv: ReadonlyArray<string>): Promise<number> => {
   const cli = Command.run(root, { name: NAME, version: VERSION })
-  const exit = await Effect.runPromiseExit(cli(argv).pipe(oneLineErrors, Effect.provide(environment)))
+  // Traces go out over OTLP only when OTEL_EXPORTER_OTLP_ENDPOINT (…) asks for it; the layer's
+  // scope closes when the program ends, which flushes them (bounded) before the exit code.
+  const telemetry = layerFromEnv(process.env, (line) => say(`warning: ${line}`))
+  const exit = await Effect.runPromiseExit(
+    cli(argv).pipe(
+      oneLineErrors,
+      Effect.withSpan("WorkflowCli.run", { attributes: commandName(argv) }),
+      Effect.provide(environment),
+      Effect.provide(telemetry)
+    )
+  )
   if (Exit.isSuccess(exit)) return 0
   const { code, line } = describe(exit.cause)
   say(line)

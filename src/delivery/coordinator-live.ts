@@ -19,6 +19,7 @@ import * as Interruptions from "../interruption/interruptions.ts"
 import type { SourceEvents } from "../interruption/source-events.ts"
 import { PiSession } from "../session/pi-session.ts"
 import { TurnIntentStore } from "../store/turn-intent-store.ts"
+import { TurnTraces, untraced } from "../telemetry/turn-traces.ts"
 import {
   Coordinator,
   type CoordinatorService,
@@ -81,7 +82,9 @@ export const make = (options: CoordinatorOptions = {}) =>
       composeFallback: Option.match(yield* Effect.serviceOption(FallbackComposer), {
         onNone: () => (intent: TurnIntent) => Effect.succeed(fallbackMessage(intent)),
         onSome: (provided) => provided.compose
-      })
+      }),
+      // Shared with the trace decorator (layerTurnTrace) when the graph has it.
+      traces: Option.getOrElse(yield* Effect.serviceOption(TurnTraces), () => untraced)
     }
     const serial = yield* Effect.makeSemaphore(1)
     const pass = syncPass(env)

@@ -223,7 +223,8 @@ export const syncPass =
       const ids = { intentId: chosen.intentId, runId: chosen.runId }
       const sent = yield* Effect.either(
         sendClaimed(env, chosen, token, "fallback", message, FALLBACK_DELIVERY, blocker(env)).pipe(
-          Effect.withSpan("Coordinator.sendFallback", { attributes: ids }),
+          // In the trace where the intent began (its interruption), linked to this pass.
+          env.traces.withIntentSpan("Coordinator.sendFallback", chosen.intentId, ids),
           Effect.annotateLogs(ids)
         )
       )

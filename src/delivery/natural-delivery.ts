@@ -243,7 +243,14 @@ const deliver = (
         yield* releaseClaim(env, intent, token)
         return yield* sendPlain(env, natural, `turn intent ${intent.intentId} could not be repaired`)
       }
-      const step = yield* throughIntent(env, natural, intent, token)
+      // In the trace where the intent began, linked to this delivery's own span.
+      const step = yield* throughIntent(env, natural, intent, token).pipe(
+        env.traces.withIntentSpan("Coordinator.deliverThroughIntent", intent.intentId, {
+          intentId: intent.intentId,
+          runId: natural.runId,
+          kind: natural.kind
+        })
+      )
       if (step._tag === "Done") return step.receipt
       if (step._tag === "Repaired") repaired.add(intent.intentId)
     }

@@ -25,6 +25,7 @@ import type {
 } from "../session/pi-session.ts"
 import type { StoreFailure } from "../store/store-errors.ts"
 import type { TurnIntentStoreService } from "../store/turn-intent-store.ts"
+import type { TurnTracesService } from "../telemetry/turn-traces.ts"
 import type { CrashPointsService, NaturalKind } from "./coordinator.ts"
 
 /**
@@ -194,6 +195,8 @@ export interface DeliveryEnv {
   readonly crashPoints: CrashPointsService
   /** The fallback message for an intent (the factual one, or a provided `FallbackComposer`). */
   readonly composeFallback: (intent: TurnIntent) => Effect.Effect<CustomMessage>
+  /** Puts each delivery step for an intent into the trace where the intent began. */
+  readonly traces: TurnTracesService
 }
 
 type ResolveError = ClaimNotHeld | IntentNotFound | InvalidInput | StoreFailure
@@ -336,7 +339,13 @@ export const confirmSent = (env: DeliveryEnv, idle: boolean): Effect.Effect<Conf
     for (const entry of entries) {
       const { intent, token } = entry
       if (findResolvingMessage(branch, intent.intentId) !== null) {
-        const done = yield* resolveIntent(env, intent, token, entry.resolution)
+        // Pi wrote the message after the send returned: its resolution is still the intent's trace.
+        const done = yield* resolveIntent(env, intent, token, entry.resolution).pipe(
+          env.traces.withIntentSpan("Coordinator.confirmSent", intent.intentId, {
+            intentId: intent.intentId,
+            runId: intent.runId
+          })
+        )
         if (Either.isRight(done)) {
           yield* forget(env, intent.intentId)
           resolved.push(intent.intentId)

@@ -4,7 +4,8 @@
  * contexts into the service graph of `src/app/layers.ts` and runs it on one Effect runtime,
  * built on first use and disposed (closing the database) at `session_shutdown`. Every decision
  * lives in `src/app/`; this file only forwards, with the process settings it reads
- * (`PI_WORKFLOWS_DEFAULT_TIMEOUT_MS`) and its logger (the one redactor over Effect's).
+ * (`PI_WORKFLOWS_DEFAULT_TIMEOUT_MS`, the OTLP variables of src/telemetry/otlp-config.ts) and its
+ * logger (the one redactor over Effect's).
  */
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
@@ -15,6 +16,7 @@ import { type AppServices, layer as layerApp } from "../app/layers.ts"
 import type { Reply } from "../app/replies.ts"
 import { afterSettle, classifySettle, onSessionStart, onShutdown } from "../app/session-hooks.ts"
 import { runTool, decodeToolInput } from "../app/tool.ts"
+import { toolCallTrace } from "../telemetry/turn-traces.ts"
 import { collectWorkflows } from "../app/workflows.ts"
 import { builtinWorkflows } from "../builtins/index.ts"
 import type { PiSession } from "../session/pi-session.ts"
@@ -24,6 +26,7 @@ import { makePiBridge, triggerUnansweredTurn } from "./pi-session-live.ts"
 import type { SettleMark } from "./settle-mark.ts"
 import { loadWorkflowFiles } from "./workflow-files.ts"
 import { redactText } from "../domain/redact.ts"
+import { layerFromEnv } from "../telemetry/otlp.ts"
 
 /*
  * The session runtime's logs leave through the one redactor: Effect's default logger (same
@@ -96,7 +99,15 @@ export const createSessionApp = (pi: ExtensionAPI, settleMark?: SettleMark): Ses
           : { filename: location, busyTimeoutMs: BUSY_TIMEOUT_MS },
         workflows: set.entries,
         ...(defaultTimeoutMs === undefined ? {} : { engine: { defaultTimeoutMs } })
-      }).pipe(Layer.provideMerge(bridge.layer), Layer.provideMerge(redactedLogs))
+      }).pipe(
+        Layer.provideMerge(bridge.layer),
+        Layer.provideMerge(redactedLogs),
+        // Below everything: the exporter's tracer is every span's, and the runtime's disposal at
+        // session_shutdown flushes it (bounded); nothing at all without OTEL_EXPORTER_OTLP_ENDPOINT.
+        Layer.provide(
+          layerFromEnv(process.env, (line) => notify(ctx, `pi-workflow-turns: ${line}`, "warning"))
+        )
+      )
       const runtime: App = ManagedRuntime.make(layer)
       const built = await runtime.runPromiseExit(runtime.runtimeEffect)
       if (Exit.isFailure(built)) {
@@ -138,7 +149,11 @@ export const createSessionApp = (pi: ExtensionAPI, settleMark?: SettleMark): Ses
         details: {}
       }
       await withApp(ctx, async (runtime) => {
-        reply = await runtime.runPromise(runTool(input.right, toolCallId === undefined ? {} : { toolCallId }))
+        const call = toolCallId === undefined ? {} : { toolCallId }
+        // The call is the root of its turn's trace (telemetry/turn-traces.ts).
+        reply = await runtime.runPromise(
+          runTool(input.right, call).pipe(toolCallTrace(input.right._tag, call))
+        )
       })
       return shownToolResult(reply)
     },
