@@ -50,8 +50,11 @@ export const runView = (run: RunRecord, now: number, reminders = 0) => {
         ? null
         : line(
             `${error.message}${error.nodeId === null ? "" : ` (at ${error.nodeId})`}` +
-              // The node's own error, unless the message quotes it already.
-              (error.original === null || error.message.includes(error.original) ? "" : `: ${error.original}`)
+              // The node's own error, unless the message quotes it already (compared as shown:
+              // the message may be stored redacted and the original not).
+              (error.original === null || redactText(error.message).includes(redactText(error.original))
+                ? ""
+                : `: ${error.original}`)
           ),
     end: run.end === null ? null : `${run.end.kind} (by the ${run.end.by})`,
     interruption:

@@ -162,7 +162,22 @@ describe("the serve timeline (reads and model)", () => {
           ),
           limited: ids(yield* reads.runs({ limit: 2 })),
           one: (yield* reads.runs({ runId: "run-deploy", limit: 1 })).map((run) => runView(run, Date.now())),
-          ask: (yield* reads.runs({ runId: "run-ask", limit: 1 })).map((run) => runView(run, Date.now()))
+          ask: (yield* reads.runs({ runId: "run-ask", limit: 1 })).map((run) => runView(run, Date.now())),
+          // The engine's message quotes the node's error, stored redacted, beside the raw original.
+          quoted: (yield* reads.runs({ runId: "run-deploy", limit: 1 })).map(
+            (run) =>
+              runView(
+                {
+                  ...run,
+                  error: {
+                    message: 'node "test" failed: push refused: GITHUB_TOKEN=[REDACTED]',
+                    nodeId: "test",
+                    original: `push refused: GITHUB_TOKEN=${SECRET}`
+                  }
+                },
+                Date.now()
+              ).error
+          )
         }
       })
     )
@@ -180,6 +195,7 @@ describe("the serve timeline (reads and model)", () => {
     })
     expect(found.one[0]?.error).toBe("tests failed (token [REDACTED]) (at test): GITHUB_TOKEN=[REDACTED]")
     expect(found.ask[0]).toMatchObject({ condition: "waiting for an answer", kind: "waiting", ended: null })
+    expect(found.quoted).toEqual(['node "test" failed: push refused: GITHUB_TOKEN=[REDACTED] (at test)'])
     noSecret(found)
   })
 
