@@ -10,6 +10,17 @@ export const STEP = "pi-workflows-agent-step"
 export const PRESENTATION = "pi-workflows-presentation"
 export const FALLBACK = "pi-workflows-deferred-turn"
 
+/** The spans one agent self-cancel's trace holds, from the tool call to its fallback's resolve. */
+export const SELF_CANCEL_SPANS = [
+  "Engine.cancel",
+  "Interruptions.abortActiveTurn",
+  "TurnIntentStore.ensure",
+  "TurnIntentStore.makeEligible",
+  "Coordinator.sendFallback",
+  "TurnIntentStore.renew",
+  "TurnIntentStore.resolve"
+]
+
 export const greet = {
   name: "greet",
   description: "say hello",
