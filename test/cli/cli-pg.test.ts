@@ -2,7 +2,8 @@
  * The operator CLI on PostgreSQL (the `postgres` project, against the run's throwaway cluster):
  * the built bin, `--db postgres://…` or PI_WORKFLOWS_DB=postgres://…, reading only — no
  * migration, the schema version checked, every transaction read-only — and one line with exit 2
- * when the server cannot be reached or the database is not a controller database.
+ * when the server cannot be reached or the database is not a controller database. `serve` too:
+ * its page's API over HTTP on a PostgreSQL database.
  *
  * The bin is built into this file's temp directory (its `node_modules` links to the package's),
  * so it never races the `sqlite` project's build of dist/.
@@ -22,6 +23,8 @@ import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
 import { freshPgUrl, pgQuery } from "../support/backend.ts"
 import { sampleIntent } from "../support/fixtures.ts"
 import { expectOneLine, newRun, resolvedIntent, runCli } from "./cli-support.ts"
+import { SECRET, seedTimeline } from "../serve/seed-timeline.ts"
+import { startServe } from "../serve/serve-process.ts"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..")
 
@@ -115,6 +118,42 @@ describe("the CLI on PostgreSQL", () => {
     expect(ambiguous.stderr).toContain(
       'the ID prefix "run-" is ambiguous: it matches run run-done, run run-live'
     )
+  })
+
+  it("serve reads PostgreSQL too: the runs and a run's timeline over HTTP, no secret, nothing written", async () => {
+    const at = await Effect.runPromise(freshPgUrl)
+    await Effect.runPromise(
+      Effect.scoped(Effect.provide(seedTimeline, Layer.fresh(layerStoresPg({ url: at }))))
+    )
+    const before = await snapshot(at)
+    const served = await startServe(at, dir, join(dir, "dist", "cli.js"))
+    try {
+      const get = async (path: string, token: string | null) => {
+        const answer = await fetch(`${served.base}${path}`, {
+          headers: token === null ? {} : { Authorization: `Bearer ${token}` }
+        })
+        return { status: answer.status, body: await answer.text() }
+      }
+      expect((await get("/api/runs", null)).status).toBe(401)
+      const runs = await get("/api/runs", served.token)
+      expect(runs.status).toBe(200)
+      const listed: { readonly runs: ReadonlyArray<{ readonly id: string }> } = JSON.parse(runs.body)
+      expect(listed.runs.map((r) => r.id)).toEqual(["run-long", "run-ask", "run-deploy-2", "run-deploy"])
+      const steps = await get("/api/steps?id=run-deploy", served.token)
+      const page: { readonly items: ReadonlyArray<{ readonly node: string; readonly outcome: string }> } =
+        JSON.parse(steps.body)
+      // The stored visits in order; the one the takeover closed has no outcome of its own.
+      const stored = await pgQuery(
+        at,
+        "SELECT node_id FROM workflow_steps WHERE run_id = 'run-deploy' ORDER BY seq"
+      )
+      expect(page.items.map((step) => step.node)).toEqual(stored.map((row) => String(row.node_id)))
+      expect(page.items.map((step) => step.outcome)).toEqual(["ok", "superseded", "failed"])
+      for (const body of [runs.body, steps.body]) expect(body).not.toContain(SECRET)
+    } finally {
+      expect(await served.stop()).toBe(0)
+    }
+    expect(await snapshot(at)).toEqual(before)
   })
 
   it("doctor via PI_WORKFLOWS_DB=postgres://…: healthy, exit 0, the URL shown", async () => {

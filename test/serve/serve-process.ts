@@ -23,9 +23,10 @@ export interface Served {
   readonly stop: () => Promise<number | null>
 }
 
-export const startServe = (db: string, dir: string): Promise<Served> =>
+/** `bin`: another build of the CLI (the PostgreSQL suite builds its own). */
+export const startServe = (db: string, dir: string, bin = BIN): Promise<Served> =>
   new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, "serve", "--db", db], {
+    const child = spawn(process.execPath, [bin, "serve", "--db", db], {
       cwd: dir,
       env: { PATH: process.env.PATH ?? "", HOME: dir },
       stdio: ["ignore", "pipe", "pipe"]
