@@ -43,6 +43,11 @@
  *                    sent during the model's turn waits in Pi's follow-up queue, unwritten)
  *   RESOLVE_AT_SEND  1: natural delivery stores the resolution at its send (not once the
  *                    branch shows the message)
+ *   WITHHOLD         right before each send (plain or claimed) the presentation is withheld when
+ *                    the wait is no longer open (`stillWanted`) or, with ONCE, when the branch
+ *                    shows a copy (natural-delivery.ts `withheld`); a claim it held is released.
+ *                    The check and the send are one step here; in the code a store read and the
+ *                    send follow each other
  *
  * Properties (assertions): (a) the branch holds at most one answer to I: the presentation (any
  * copy, with or without I's identity), the fallback, or a late prompt carrying I; (b) at most one
@@ -79,6 +84,9 @@
 #endif
 #ifndef RESOLVE_AT_SEND
 #define RESOLVE_AT_SEND 0
+#endif
+#ifndef WITHHOLD
+#define WITHHOLD 1
 #endif
 
 /* Claim tokens (delivery_claim_token): the fallback pass, natural delivery d (2 + d), a dead one. */
@@ -121,6 +129,8 @@ byte recovers;
 #define PRESENTED ((presI + presPlain > 0) -> 1 : 0)
 #define IN_FLIGHT (npc[0] >= 2 || npc[1] >= 2 || npc[2] >= 2) /* naturalInFlight of the run */
 #define MAY_ELIG ((ELIG == 2 || answered) && !elig && !ires)
+/* natural-delivery.ts `withheld`, for a presentation about to be sent */
+#define WITHHELD(d) (WITHHOLD && IS_PRES(d) && (!waitOpen || (ONCE && presI + presPlain > 0)))
 
 inline resolve(kind, t) { /* TurnIntentStore.resolve: only with the live claim */
   if
@@ -133,11 +143,12 @@ inline resolve(kind, t) { /* TurnIntentStore.resolve: only with the live claim *
   fi
 }
 inline release(t) { if :: !ires && itok == t -> itok = 0; printf("MSC: release I by %d\n", t) :: else fi }
-/* sendPlain: the message unchanged (a `once` message is not looked up again here). */
+/* sendPlain: the message unchanged, unless it is withheld right before the send. */
 inline sendPlain(d) {
   if
-  :: IS_PRES(d) -> ppresPlain++; printf("MSC: n%d sends the presentation plain\n", d)
-  :: else -> printf("MSC: n%d sends the prompt plain\n", d)
+  :: WITHHELD(d) -> printf("MSC: n%d withholds the presentation\n", d)
+  :: !WITHHELD(d) && IS_PRES(d) -> ppresPlain++; printf("MSC: n%d sends the presentation plain\n", d)
+  :: !IS_PRES(d) -> printf("MSC: n%d sends the prompt plain\n", d)
   fi;
   npc[d] = 0
 }
@@ -193,7 +204,9 @@ proctype Natural(byte d) {
   /* awaitIdle, settleDone, then sendClaimed: renew (ClaimLost: look again), send. */
   :: atomic { npc[d] == 4 ->
        if
-       :: !ires && itok == TOKEN(d) -> sendClaimed(d)
+       :: !ires && itok == TOKEN(d) && WITHHELD(d) ->
+          release(TOKEN(d)); printf("MSC: n%d withholds the presentation\n", d); npc[d] = 0
+       :: !ires && itok == TOKEN(d) && !WITHHELD(d) -> sendClaimed(d)
        :: else -> printf("MSC: n%d claim lost\n", d); npc[d] = 2
        fi }
   od

@@ -176,7 +176,8 @@ const waiting = {
   EARLY_ANSWER: 0,
   ELIG: 1,
   INTENT: 1,
-  RESOLVE_AT_SEND: 0
+  RESOLVE_AT_SEND: 0,
+  WITHHOLD: 1
 }
 
 const full = process.argv.includes("--full")
@@ -370,12 +371,19 @@ const allChecks: ReadonlyArray<Check> = [
     defines: { ...waiting, INTENT: 0, PERIODIC: 1, CRASHES: 0, LOSSES: 0 }
   },
   {
-    name: "waiting finding: an answer before the presentation went out gives the prompt with the intent and a stale presentation",
+    name: "waiting: an answer before the presentation went out withholds it (one answer, no stale question)",
+    model: "waiting.pml",
+    expect: "verified",
+    property: "safety",
+    defines: { ...waiting, EARLY_ANSWER: 1 }
+  },
+  {
+    name: "waiting self-test: without the check before the send, an early answer gives a stale presentation",
     model: "waiting.pml",
     expect: "counterexample",
     violates: "answeredTwice",
     property: "safety",
-    defines: { ...waiting, EARLY_ANSWER: 1, CRASHES: 0, LOSSES: 0 }
+    defines: { ...waiting, EARLY_ANSWER: 1, WITHHOLD: 0, CRASHES: 0, LOSSES: 0 }
   },
   {
     name: "waiting limit: the intent eligible while the run waits gives fallback + presentation",

@@ -39,6 +39,12 @@ export interface NaturalMessage {
    * whose `details.requestId` is this message's (a waiting presentation sent again after a restart).
    */
   readonly once?: true
+  /**
+   * Asked right before each send (after every wait for idle or a claim): false withdraws the
+   * message, and nothing is sent. A waiting presentation whose question was answered meanwhile
+   * (by the user, or its deadline) is stale; the next step's prompt answers the intent instead.
+   */
+  readonly stillWanted?: Effect.Effect<boolean>
 }
 
 export interface NaturalReceipt {

@@ -10,7 +10,9 @@
  * - The intent held by another live claimant: retry the claim until the lease bound passes;
  *   if it gets resolved meanwhile, or the bound passes, the message is sent without it.
  *
- * A `once` message whose copy the branch already holds is not sent again (nothing else changes).
+ * A `once` message whose copy the branch already holds is not sent again, and a message its sender
+ * withdrew (`stillWanted`) is not sent at all: both asked at the start and again right before
+ * each send, since the waits between take seconds (nothing else changes; a claim is released).
  *
  * The message itself is never silently dropped: whatever happens to the bookkeeping, it is
  * either sent or found in the branch. The exception is a message bound to its intent
@@ -61,6 +63,37 @@ const naturalGate = (env: DeliveryEnv): Effect.Effect<string | null> =>
     return (yield* env.session.settling) ? "settling" : null
   })
 
+const requestIdOf = (details: unknown): unknown =>
+  typeof details === "object" && details !== null && "requestId" in details ? details.requestId : undefined
+
+/** A `once` message whose copy (same type, same request ID) the branch already holds. */
+const alreadyInBranch = (env: DeliveryEnv, natural: NaturalMessage): Effect.Effect<boolean> =>
+  natural.once !== true
+    ? Effect.succeed(false)
+    : Effect.map(env.session.branch, (branch) => {
+        const requestId = requestIdOf(natural.message.details)
+        return (
+          requestId !== undefined &&
+          branch.some(
+            (entry) =>
+              entry.customType === natural.message.customType && requestIdOf(entry.details) === requestId
+          )
+        )
+      })
+
+/**
+ * Why this message is not to go out now, asked right before each send: its copy is in the
+ * branch (another delivery, maybe in another process, wrote it meanwhile), or its sender
+ * withdrew it. Null: send.
+ */
+const withheld = (env: DeliveryEnv, natural: NaturalMessage): Effect.Effect<string | null> =>
+  Effect.gen(function* () {
+    if (yield* alreadyInBranch(env, natural)) return "already in the branch"
+    if (natural.stillWanted !== undefined && !(yield* natural.stillWanted))
+      return "withdrawn: no longer wanted"
+    return null
+  })
+
 const sendPlain = (
   env: DeliveryEnv,
   natural: NaturalMessage,
@@ -72,14 +105,13 @@ const sendPlain = (
         sent: false,
         note: `not sent: it answers only turn intent ${natural.turnIntentId}${note === null ? "" : ` (${note})`}`
       })
-    : Effect.zipRight(
-        outsideAbort(env),
-        Effect.as(env.session.send(natural.message, natural.options), {
-          turnIntentId: null,
-          sent: true,
-          note
-        })
-      )
+    : Effect.gen(function* () {
+        yield* outsideAbort(env)
+        const reason = yield* withheld(env, natural)
+        if (reason !== null) return { turnIntentId: null, sent: false, note: reason }
+        yield* env.session.send(natural.message, natural.options)
+        return { turnIntentId: null, sent: true, note }
+      })
 
 /**
  * The intent store could not say which intent this message answers: a workflow prompt that
@@ -130,6 +162,12 @@ const throughIntent = (
     // pass that is running (or starts during the renewal: the gate) holds this send (rule 4).
     yield* env.session.awaitIdle
     yield* env.session.settleDone
+    const reason = yield* withheld(env, natural)
+    if (reason !== null) {
+      // The intent stays pending for the message that is wanted (the next prompt, or a fallback).
+      yield* releaseClaim(env, intent, token)
+      return { _tag: "Done", receipt: { turnIntentId: null, sent: false, note: reason } }
+    }
     const outcome = yield* sendClaimed(
       env,
       intent,
@@ -144,32 +182,14 @@ const throughIntent = (
     return { _tag: "Done", receipt: { turnIntentId: intent.intentId, sent: true, note } }
   })
 
-const requestIdOf = (details: unknown): unknown =>
-  typeof details === "object" && details !== null && "requestId" in details ? details.requestId : undefined
-
-/** A `once` message whose copy (same type, same request ID) the branch already holds. */
-const alreadyInBranch = (env: DeliveryEnv, natural: NaturalMessage): Effect.Effect<boolean> =>
-  natural.once !== true
-    ? Effect.succeed(false)
-    : Effect.map(env.session.branch, (branch) => {
-        const requestId = requestIdOf(natural.message.details)
-        return (
-          requestId !== undefined &&
-          branch.some(
-            (entry) =>
-              entry.customType === natural.message.customType && requestIdOf(entry.details) === requestId
-          )
-        )
-      })
-
 const deliver = (
   env: DeliveryEnv,
   natural: NaturalMessage,
   token: string
 ): Effect.Effect<NaturalReceipt, SendFailed> =>
   Effect.gen(function* () {
-    if (yield* alreadyInBranch(env, natural))
-      return { turnIntentId: null, sent: false, note: "already in the branch" }
+    const reason = yield* withheld(env, natural)
+    if (reason !== null) return { turnIntentId: null, sent: false, note: reason }
     let waited = false
     // Set at the first claim held by someone else: a live claim ends within one lease.
     let deadline: number | null = null

@@ -68,8 +68,23 @@ export const enterWait = (
     return yield* deps.store.wait(run.fence, input)
   })
 
-/** Send the waiting presentation (never twice into one branch); a failure is logged. */
-export const presentWaiting = (coordinator: CoordinatorService, waiting: Waiting): Effect.Effect<void> =>
+/**
+ * Whether the question is still open, asked right before the presentation is sent: one answered
+ * while the delivery waited for idle is not asked after its answer. A store that cannot say
+ * leaves it wanted (a late question beats a lost one).
+ */
+const stillOpen = (store: RunStoreService, requestId: string): Effect.Effect<boolean> =>
+  store.waitOf(requestId).pipe(
+    Effect.map((wait) => Option.isSome(wait) && wait.value.state === "open"),
+    Effect.orElseSucceed(() => true)
+  )
+
+/** Send the waiting presentation (never twice into one branch, never once answered); a failure is logged. */
+export const presentWaiting = (
+  coordinator: CoordinatorService,
+  store: RunStoreService,
+  waiting: Waiting
+): Effect.Effect<void> =>
   coordinator
     .deliverNatural({
       kind: "presentation",
@@ -77,6 +92,7 @@ export const presentWaiting = (coordinator: CoordinatorService, waiting: Waiting
       message: waitingMessage(waiting.wait, waiting.workflowName),
       options: DELIVERY,
       once: true,
+      stillWanted: stillOpen(store, waiting.wait.requestId),
       ...(waiting.answers === undefined ? {} : { answers: waiting.answers })
     })
     .pipe(
@@ -228,7 +244,7 @@ export const makeCheckpoints = (env: CheckpointEnv) => {
       Effect.suspend(() => {
         if (presented.has(waiting.wait.requestId)) return Effect.void
         presented.add(waiting.wait.requestId)
-        return env.background(presentWaiting(env.coordinator, waiting))
+        return env.background(presentWaiting(env.coordinator, env.store, waiting))
       })
     )
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, Option, TestClock } from "effect"
+import { Duration, Effect, Fiber, Option, Ref, TestClock } from "effect"
 import { resolutionMessageId } from "../../src/domain/identity.ts"
 import {
   FALLBACK,
@@ -279,6 +279,78 @@ describe("natural delivery", () => {
         const receipt = yield* h.coordinator.deliverNatural(bound("deferred-turn:never-stored"))
         expect(receipt).toMatchObject({ turnIntentId: null, sent: false })
         expect(receipt.note).toContain("deferred-turn:never-stored")
+        expect(yield* h.fake.sent).toEqual([])
+      })
+    )
+  })
+
+  describe("withdrawn or already written while it waits (asked right before each send)", () => {
+    it.scoped(
+      "a question answered while its presentation waits for settle is not sent; the next prompt answers the intent",
+      () =>
+        Effect.gen(function* () {
+          const h = yield* makeHarness()
+          yield* h.fake.startTurn
+          const { intentId } = yield* h.events.publish(interrupted("timedOut"))
+          const open = yield* Ref.make(true)
+          const delivering = yield* Effect.fork(
+            h.coordinator.deliverNatural({ ...presentation("Approve?"), stillWanted: Ref.get(open) })
+          )
+          yield* Effect.yieldNow()
+          yield* Ref.set(open, false) // the user answered meanwhile
+          yield* h.settle(true)
+          expect(yield* Fiber.join(delivering)).toEqual({
+            turnIntentId: null,
+            sent: false,
+            note: "withdrawn: no longer wanted"
+          })
+          expect(yield* h.fake.sent).toEqual([])
+          const [waiting] = yield* h.intents
+          expect([waiting?.resolvedAt, waiting?.deliveryClaimToken]).toEqual([null, null]) // pending, released
+          const next = yield* h.coordinator.deliverNatural(prompt("step 3"))
+          expect(next).toEqual({ turnIntentId: intentId, sent: true, note: null })
+          expect((yield* h.fake.sent).map((s) => s.message.content)).toEqual(["step 3"])
+        })
+    )
+
+    it.scoped("withdrawn while a plain send waits out a system abort: nothing is sent", () =>
+      Effect.gen(function* () {
+        const h = yield* makeHarness()
+        yield* h.fake.startTurn
+        yield* h.setFaults({ ensure: "fail" }) // no intent stored: the plain path, held by the abort
+        yield* h.events.publish(interrupted("agentCancelled"))
+        const open = yield* Ref.make(true)
+        const delivering = yield* Effect.fork(
+          h.coordinator.deliverNatural({ ...presentation("Approve?"), stillWanted: Ref.get(open) })
+        )
+        yield* Effect.yieldNow()
+        yield* Ref.set(open, false)
+        yield* h.settle(true)
+        expect(yield* Fiber.join(delivering)).toMatchObject({
+          sent: false,
+          note: "withdrawn: no longer wanted"
+        })
+        expect((yield* h.fake.sent).filter((s) => s.message.customType !== FALLBACK)).toEqual([])
+      })
+    )
+
+    it.scoped("a once message whose copy another delivery wrote meanwhile is not sent again", () =>
+      Effect.gen(function* () {
+        const h = yield* makeHarness()
+        yield* h.fake.startTurn
+        yield* h.events.publish(interrupted("timedOut"))
+        const question = presentation("Approve?")
+        const once = {
+          ...question,
+          once: true as const,
+          message: { ...question.message, details: { runId: "run-1", requestId: "req-1" } }
+        }
+        const delivering = yield* Effect.fork(h.coordinator.deliverNatural(once))
+        yield* Effect.yieldNow()
+        // Another process on this session wrote its copy while this one waited for settle.
+        yield* h.fake.appendBranch(once.message)
+        yield* h.settle(true)
+        expect(yield* Fiber.join(delivering)).toMatchObject({ sent: false, note: "already in the branch" })
         expect(yield* h.fake.sent).toEqual([])
       })
     )
