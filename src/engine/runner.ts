@@ -14,7 +14,7 @@
  */
 import { Clock, Context, DefaultServices, Deferred, Duration, Effect, Option, Ref, Schedule } from "effect"
 import type { StepRecord } from "../store/run-store.ts"
-import { type ActiveRun, newId, type RunnerDeps, type VisitState } from "./active-run.ts"
+import { type ActiveRun, newId, ownerOf, type RunnerDeps, type VisitState } from "./active-run.ts"
 import { onClaimLost, terminal } from "./interrupt.ts"
 import { withRunnerSettle } from "./store-retry.ts"
 import { deadlineOrigin, SUPERSEDED } from "./timeout.ts"
@@ -77,7 +77,13 @@ const boundary = Effect.fn("Runner.boundary")(function* (
     return null
   }
   const attemptId = yield* newId("att")
-  yield* deps.store.startStep(run.fence, { nodeId, attemptId })
+  // The claim's owner ran it (a token without one, from another writer, names nobody).
+  const owner = ownerOf(run.fence.token)
+  yield* deps.store.startStep(run.fence, {
+    nodeId,
+    attemptId,
+    ...(owner === null ? {} : { runner: { host: owner.host, pid: owner.pid } })
+  })
   const visit: VisitState = {
     nodeId,
     attemptId,

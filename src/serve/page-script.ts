@@ -98,12 +98,13 @@ function render(s) {
   const mark = (cls, t, title) => (t == null || t > t1 ? null : bar("m " + cls, t, null, title + " " + at(t)));
   const row = (attrs, label, marks, info) => h("div", { class: "row", ...attrs }, h("b", { title: label }, label),
     h("span", {}, marks), h("small", {}, info.filter(Boolean).join(" · ")));
-  const steps = s.steps.map((x) => row({ "data-seq": x.seq, "data-node": x.node, "data-outcome": x.outcome }, "#" + x.seq + " " + x.node,
+  const steps = s.steps.map((x) => row({ "data-seq": x.seq, "data-node": x.node, "data-outcome": x.outcome, "data-taken-over": x.takenOver ? "yes" : null }, "#" + x.seq + " " + x.node,
     [bar("b " + (TONE[x.outcome] || "run"), x.start ?? now, x.end ?? now, x.outcome), mark("bad", x.deadline, "deadline"),
       x.reminders.map((r) => mark("warn", r.at, "reminder " + r.ordinal)), x.wait && mark("done", x.wait.answered, "answered")],
     [x.outcome, (x.end == null ? "for " : "took ") + dur((x.end ?? now) - (x.start ?? now)), "limit " + (x.limit == null ? "none" : dur(x.limit)),
       x.deadline != null && "deadline " + (x.end == null ? ago(now, x.deadline) : at(x.deadline)), x.note,
-      x.wait && "asks: " + x.wait.question + (x.wait.answer ? " → " + x.wait.answer : ""), x.reminders.length && x.reminders.length + " reminder(s)"]));
+      x.wait && "asks: " + x.wait.question + (x.wait.answer ? " → " + x.wait.answer : ""), x.reminders.length && x.reminders.length + " reminder(s)",
+      x.runner && (x.takenOver ? "taken over: " : "on ") + x.runner]));
   const intents = s.intents.map((x) => row({ "data-intent": x.id, "data-resolution": x.resolution }, x.cause + (x.node ? " @ " + x.node : ""),
     [bar("b " + (x.resolved ? "ok" : "warn"), x.created ?? now, x.resolved ?? now, x.cause), mark("run", x.eligible, "eligible"), mark("done", x.resolved, "resolved")],
     ["created " + at(x.created), "eligible " + at(x.eligible), x.resolved ? "resolved by " + x.resolution + " (message " + x.message + ")"

@@ -92,7 +92,14 @@ const note = (step: StepRecord, wait: WaitRow | undefined): string => {
   return line(step.error ?? step.interrupted ?? "")
 }
 
-/** A page of step visits as bars; a deadline counts from the visit a takeover continued. */
+const runnerText = (runner: StepRecord["runner"]): string | null =>
+  runner === null ? null : line(`${runner.host} pid ${runner.pid}`, 120)
+
+/**
+ * A page of step visits as bars; a deadline counts from the visit a takeover continued. A visit
+ * whose runner differs from the visit before it (both known) was run after a takeover: another
+ * process, or the same machine after a restart, claimed the run.
+ */
 export const stepItems = (page: StepPage) => {
   const all = [...page.before, ...page.rows]
   const waits = new Map(page.waits.map((wait) => [wait.attempt_id, wait]))
@@ -100,6 +107,7 @@ export const stepItems = (page: StepPage) => {
     next: page.next === null ? null : String(page.next),
     items: page.rows.map((step, i) => {
       const wait = waits.get(step.attemptId)
+      const previous = all[page.before.length + i - 1]?.runner ?? null
       return {
         cursor: String(step.seq),
         final: step.endedAt !== null,
@@ -111,6 +119,11 @@ export const stepItems = (page: StepPage) => {
         limit: step.timeoutMs,
         deadline: stepDeadline(all, page.before.length + i),
         note: note(step, wait),
+        runner: runnerText(step.runner),
+        takenOver:
+          previous !== null &&
+          step.runner !== null &&
+          (previous.host !== step.runner.host || previous.pid !== step.runner.pid),
         wait: wait === undefined ? null : waitView(wait),
         reminders: page.reminders
           .filter((r) => r.attempt_id === step.attemptId)

@@ -94,6 +94,15 @@ const steps = `CREATE TABLE IF NOT EXISTS workflow_steps (
   CHECK (output_json IS NULL OR outcome = 'ok')
 ) STRICT`
 
+/**
+ * Version 8's DDL (both backends; `type`/`int`: the text and integer types): who ran each step
+ * visit, so a takeover shows as a change of runner. Older visits keep NULL.
+ */
+export const stepRunnerColumns = (type: string, int: string): ReadonlyArray<string> => [
+  `ALTER TABLE workflow_steps ADD COLUMN runner_host ${type}`,
+  `ALTER TABLE workflow_steps ADD COLUMN runner_pid ${int}`
+]
+
 /** Agent step requests: answered once by `submit`, or closed (timeout, cancel, park, takeover). */
 const requests = `CREATE TABLE IF NOT EXISTS workflow_requests (
   request_id TEXT PRIMARY KEY NOT NULL CHECK (length(request_id) BETWEEN 1 AND 512),
@@ -329,7 +338,9 @@ export const StepRow = Schema.Struct({
   error: Schema.NullOr(Schema.String),
   interrupted: Schema.NullOr(Schema.String),
   started_at: Schema.String,
-  ended_at: Schema.NullOr(Schema.String)
+  ended_at: Schema.NullOr(Schema.String),
+  runner_host: Schema.NullOr(Schema.String),
+  runner_pid: Schema.NullOr(Schema.Number)
 })
 
 export const toStep = (row: typeof StepRow.Type): StepRecord => ({
@@ -343,7 +354,11 @@ export const toStep = (row: typeof StepRow.Type): StepRecord => ({
   error: row.error,
   interrupted: row.interrupted,
   startedAt: row.started_at,
-  endedAt: row.ended_at
+  endedAt: row.ended_at,
+  runner:
+    row.runner_host === null || row.runner_pid === null
+      ? null
+      : { host: row.runner_host, pid: row.runner_pid }
 })
 
 export const RequestRow = Schema.Struct({

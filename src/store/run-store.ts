@@ -160,6 +160,12 @@ export type HandoffResult =
   // is the session's successor turn, so nothing is recorded and no claim-loss intent is owed.
   | { readonly _tag: "Superseded"; readonly run: RunRecord }
 
+/** The process that ran a step visit: its machine and process ID (from the runner's claim). */
+export interface StepRunner {
+  readonly host: string
+  readonly pid: number
+}
+
 export interface StepRecord {
   readonly runId: string
   readonly seq: number
@@ -172,6 +178,8 @@ export interface StepRecord {
   readonly interrupted: string | null
   readonly startedAt: string
   readonly endedAt: string | null
+  /** Who ran the visit; null for visits of older releases. A change from the visit before is a takeover. */
+  readonly runner: StepRunner | null
 }
 
 export interface RequestRecord {
@@ -326,7 +334,7 @@ export interface RunStoreService {
   // Runner writes (fenced)
   readonly startStep: (
     fence: Fence,
-    input: { readonly nodeId: string; readonly attemptId: string }
+    input: { readonly nodeId: string; readonly attemptId: string; readonly runner?: StepRunner }
   ) => Fenced<StepRecord>
   /** The visit's limit on its step once resolved, so views of a step in flight show it (fenced). */
   readonly recordLimit: (

@@ -105,10 +105,12 @@ export const makeFencedWrites = (
       fence,
       Effect.gen(function* () {
         const now = iso(yield* Clock.currentTimeMillis)
-        const rows = yield* sql`INSERT INTO workflow_steps (run_id, seq, node_id, attempt_id, started_at)
+        const rows = yield* sql`INSERT INTO workflow_steps
+              (run_id, seq, node_id, attempt_id, started_at, runner_host, runner_pid)
             VALUES (${fence.runId},
               (SELECT coalesce(max(seq), 0) + 1 FROM workflow_steps WHERE run_id = ${fence.runId}),
-              ${input.nodeId}, ${input.attemptId}, ${now})
+              ${input.nodeId}, ${input.attemptId}, ${now},
+              ${input.runner?.host ?? null}, ${input.runner?.pid ?? null})
             RETURNING *`.pipe(Effect.flatMap(decodeSteps))
         yield* sql`UPDATE workflow_runs SET current_node_id = ${input.nodeId},
             current_attempt_id = ${input.attemptId}, updated_at = ${now}

@@ -20,7 +20,13 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type * as SqlError from "@effect/sql/SqlError"
 import { Effect, Option, Schema } from "effect"
 import { runEventAdopted } from "./run-events-sql.ts"
-import { backfillRunEnds, runEndColumns, runSchemaStatements, terminalImmutable } from "./run-rows.ts"
+import {
+  backfillRunEnds,
+  runEndColumns,
+  runSchemaStatements,
+  stepRunnerColumns,
+  terminalImmutable
+} from "./run-rows.ts"
 import { StoreFailure } from "./store-errors.ts"
 
 export const CONTROLLER_SCHEMA = "pi-workflows.controller-store.v1"
@@ -261,7 +267,8 @@ export const migrations = {
   "4_run_snapshots": runSnapshots,
   "5_step_reminders": statements(stepRemindersTable("TEXT")),
   "6_run_event_adopted": runEventAdopted,
-  "7_waits": statements(waitsTable("TEXT", "INTEGER"))
+  "7_waits": statements(waitsTable("TEXT", "INTEGER")),
+  "8_step_runner": statements(stepRunnerColumns("TEXT", "INTEGER"))
 }
 
 // --- Versions (both backends) ------------------------------------------------------------------

@@ -106,7 +106,7 @@ const make = (sql: SqlClient.SqlClient) => {
   }, asStoreFailure("TimelineReads.runs"))
 
   const stepColumns = sql`run_id, seq, node_id, attempt_id, timeout_ms, outcome, NULL AS output_json,
-    ${cut("error")} AS error, ${cut("interrupted")} AS interrupted, started_at, ended_at`
+    ${cut("error")} AS error, ${cut("interrupted")} AS interrupted, started_at, ended_at, runner_host, runner_pid`
   const stepsWhere = (where: Statement.Fragment, order: string, limit: Statement.Fragment) =>
     Effect.map(
       Effect.flatMap(

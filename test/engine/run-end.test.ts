@@ -58,6 +58,8 @@ const beforeVersion4 = (location: string): ReadonlyArray<string> => {
     "DROP TABLE workflow_run_snapshots",
     "DROP TABLE workflow_step_reminders",
     "DROP TABLE workflow_waits",
+    "ALTER TABLE workflow_steps DROP COLUMN runner_host",
+    "ALTER TABLE workflow_steps DROP COLUMN runner_pid",
     "DELETE FROM effect_sql_migrations WHERE migration_id >= 4"
   ]
 }

@@ -16,6 +16,7 @@ const step = (seq: number, nodeId: string, over: Partial<StepRecord> = {}): Step
   interrupted: null,
   startedAt: new Date(seq * 1_000).toISOString(),
   endedAt: null,
+  runner: null,
   ...over
 })
 

@@ -22,6 +22,10 @@ const MINUTE = 60_000
 const run = (runId: string, workflowName: string, sessionId: string) =>
   sampleRun(runId, { workflowName, workflowRef: workflowName, targetSessionId: sessionId, maxSteps: 40 })
 
+/** The processes that ran run-deploy's visits: the first owner, and the one that took it over. */
+export const RUNNER_A = { host: "build-host", pid: 4101 }
+export const RUNNER_B = { host: "spare-host", pid: 5202 }
+
 export const seedTimeline = Effect.gen(function* () {
   const runs = yield* RunStore
   const intents = yield* TurnIntentStore
@@ -34,7 +38,7 @@ export const seedTimeline = Effect.gen(function* () {
   yield* runs.reserve(run("run-deploy", "deploy", "s-deploy"))
   yield* runs.claim({ runId: "run-deploy", token: "t1", leaseMs: MINUTE, mode: "activate" })
   const first = { runId: "run-deploy", token: "t1" }
-  yield* runs.startStep(first, { nodeId: "build", attemptId: "a-build" })
+  yield* runs.startStep(first, { nodeId: "build", attemptId: "a-build", runner: RUNNER_A })
   yield* runs.recordLimit(first, { attemptId: "a-build", timeoutMs: 10 * MINUTE })
   yield* at(59)
   yield* runs.advance(first, {
@@ -42,7 +46,7 @@ export const seedTimeline = Effect.gen(function* () {
     step: { _tag: "Outcome", outcome: "ok", output: { built: true }, timeoutMs: 10 * MINUTE },
     next: { _tag: "Continue", nodeId: "test" }
   })
-  yield* runs.startStep(first, { nodeId: "test", attemptId: "a-test-1" })
+  yield* runs.startStep(first, { nodeId: "test", attemptId: "a-test-1", runner: RUNNER_A })
   yield* runs.recordLimit(first, { attemptId: "a-test-1", timeoutMs: 30 * MINUTE })
   // The owner died; its lease ended; another process took the run over and continued the visit.
   yield* at(55)
@@ -53,7 +57,7 @@ export const seedTimeline = Effect.gen(function* () {
     step: { _tag: "Interrupted", reason: SUPERSEDED },
     next: { _tag: "Continue", nodeId: "test" }
   })
-  yield* runs.startStep(second, { nodeId: "test", attemptId: "a-test-2" })
+  yield* runs.startStep(second, { nodeId: "test", attemptId: "a-test-2", runner: RUNNER_B })
   yield* runs.recordLimit(second, { attemptId: "a-test-2", timeoutMs: 30 * MINUTE })
   yield* runs.openRequest(second, { requestId: "req-test-2", nodeId: "test", attemptId: "a-test-2" })
   yield* at(50)

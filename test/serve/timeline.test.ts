@@ -82,6 +82,12 @@ describe("the serve timeline (reads and model)", () => {
     // The takeover continued the visit: its deadline counts from the first attempt's start.
     expect(failed?.deadline).toBe((taken?.start ?? 0) + 30 * 60_000)
     expect(taken?.note).toBe("superseded: the run was taken over")
+    // Who ran each visit: the takeover shows as the runner's change, on the visit after it.
+    expect(items.map((s) => [s.runner, s.takenOver])).toEqual([
+      ["build-host pid 4101", false],
+      ["build-host pid 4101", false],
+      ["spare-host pid 5202", true]
+    ])
     expect(failed?.reminders.map((r) => r.ordinal)).toEqual([1])
     expect(failed?.note).toContain("GITHUB_TOKEN=[REDACTED]")
     expect(items.every((s) => s.final && s.end !== null && s.wait === null)).toBe(true)
@@ -116,6 +122,7 @@ describe("the serve timeline (reads and model)", () => {
     const [taken, failed] = [split[0]?.items[1], split[1]?.items[0]]
     expect(failed?.seq).toBe(3)
     expect(failed?.deadline).toBe((taken?.start ?? 0) + 30 * 60_000)
+    expect(failed?.takenOver).toBe(true) // the runner before it is on the page before
   })
 
   it("intents with their life and resolution path, events with their text, both paged", async () => {

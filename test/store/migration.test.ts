@@ -100,7 +100,8 @@ describe("opening a database of the earlier schema", () => {
         { migration_id: 4, name: "run_snapshots" },
         { migration_id: 5, name: "step_reminders" },
         { migration_id: 6, name: "run_event_adopted" },
-        { migration_id: 7, name: "waits" }
+        { migration_id: 7, name: "waits" },
+        { migration_id: 8, name: "step_runner" }
       ])
       expect(JSON.stringify(schema)).not.toContain("workflow_turn_intents_next")
       const created = yield* store.ensure(sampleIntent({ cause: "completed", runId: "run-3" }))

@@ -94,14 +94,15 @@ describe("first opens racing on PostgreSQL", () => {
           const outcomes = yield* openAtOnce(url)
           // A failed open shows in the diff with its tag and message.
           expect(outcomes.map(opened)).toEqual(["opened", "opened", "opened", "opened"])
-          expect(appliedBy(outcomes)).toEqual([1, 3, 4, 5, 6, 7])
+          expect(appliedBy(outcomes)).toEqual([1, 3, 4, 5, 6, 7, 8])
           expect(yield* recorded(url)).toEqual([
             { migration_id: 1, name: "controller_store_v1" },
             { migration_id: 3, name: "run_end_facts" },
             { migration_id: 4, name: "run_snapshots" },
             { migration_id: 5, name: "step_reminders" },
             { migration_id: 6, name: "run_event_adopted" },
-            { migration_id: 7, name: "waits" }
+            { migration_id: 7, name: "waits" },
+            { migration_id: 8, name: "step_runner" }
           ])
           expect(yield* metadata(url)).toEqual([{ key: "schema", value: CONTROLLER_SCHEMA }])
           expect(yield* snapshotSchema(url)).toEqual(expected)

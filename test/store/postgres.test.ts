@@ -77,7 +77,8 @@ describe("opening a PostgreSQL store", () => {
         { name: "run_snapshots" },
         { name: "step_reminders" },
         { name: "run_event_adopted" },
-        { name: "waits" }
+        { name: "waits" },
+        { name: "step_runner" }
       ])
     })
   )
@@ -141,7 +142,7 @@ describe("schema versions on PostgreSQL", () => {
       const error = yield* Effect.flip(Layer.build(DatabasePg.layer({ url, readonly: true })))
       expect(error._tag).toBe("StoreFailure")
       expect(error.message).toContain(
-        "older schema version (missing migration(s) 1_controller_store_v1, 3_run_end_facts, 4_run_snapshots, 5_step_reminders, 6_run_event_adopted, 7_waits)"
+        "older schema version (missing migration(s) 1_controller_store_v1, 3_run_end_facts, 4_run_snapshots, 5_step_reminders, 6_run_event_adopted, 7_waits, 8_step_runner)"
       )
     })
   )

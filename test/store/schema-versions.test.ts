@@ -23,7 +23,8 @@ const VERSIONS = [
   { migration_id: 4, name: "run_snapshots" },
   { migration_id: 5, name: "step_reminders" },
   { migration_id: 6, name: "run_event_adopted" },
-  { migration_id: 7, name: "waits" }
+  { migration_id: 7, name: "waits" },
+  { migration_id: 8, name: "step_runner" }
 ]
 
 const recorded = (path: string) =>
@@ -119,7 +120,7 @@ describe("schema versions (SQLite)", () => {
       expect(error._tag).toBe("StoreFailure")
       expect(error.message).toContain("older schema version")
       expect(error.message).toContain(
-        "1_controller_store_v1, 2_turn_intent_cause_completed, 3_run_end_facts, 4_run_snapshots, 5_step_reminders, 6_run_event_adopted, 7_waits"
+        "1_controller_store_v1, 2_turn_intent_cause_completed, 3_run_end_facts, 4_run_snapshots, 5_step_reminders, 6_run_event_adopted, 7_waits, 8_step_runner"
       )
       expect(yield* snapshotSchema(path)).toEqual(before)
       // A writable open adopts it; read-only opens then succeed.
@@ -157,7 +158,7 @@ describe("schema versions (SQLite)", () => {
         const outcomes = yield* openAtOnce(path)
         // A failed open shows in the diff with its tag and message.
         expect(outcomes.map(opened)).toEqual(["opened", "opened", "opened", "opened"])
-        expect(appliedBy(outcomes)).toEqual([1, 2, 3, 4, 5, 6, 7])
+        expect(appliedBy(outcomes)).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
         expect(yield* recorded(path)).toEqual(VERSIONS)
       }
     })

@@ -14,7 +14,7 @@ import { waitsTable } from "../run-waits.ts"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { adoptedEventsPg } from "../run-events-sql.ts"
-import { backfillRunEnds, runEndColumns } from "../run-rows.ts"
+import { backfillRunEnds, runEndColumns, stepRunnerColumns } from "../run-rows.ts"
 import { CONTROLLER_SCHEMA, knownVersions, moveSnapshots, stepRemindersTable } from "../schema.ts"
 
 const T = `TEXT COLLATE "C"`
@@ -290,7 +290,8 @@ export const migrations = {
   "4_run_snapshots": run(runSnapshotsPg),
   "5_step_reminders": run(stepRemindersTable(T)),
   "6_run_event_adopted": run(adoptedEventsPg(T)),
-  "7_waits": run(waitsTable(T, "BIGINT"))
+  "7_waits": run(waitsTable(T, "BIGINT")),
+  "8_step_runner": run(stepRunnerColumns(T, "BIGINT"))
 }
 
 /** The versions this release knows on PostgreSQL. */

@@ -172,6 +172,16 @@ describe("serve in a browser, on a real Pi session's database", () => {
     expect(await bars(page)).toEqual(asStored(ended.steps, false))
     expect(await bars(page)).toEqual(["1:prepare:ok", "2:ask:ok", "3:publish:failed"])
     await page.waitForSelector("dl .c.failed")
+    // Each visit names the process that ran it: Pi's, as stored (one runner, so no takeover).
+    const runners = ended.steps.map((step) => step.runner)
+    expect(runners.every((runner) => runner !== null && runner.pid !== process.pid)).toBe(true)
+    const info = await page.$$eval(".row[data-seq] small", (cells) =>
+      cells.map((cell) => cell.textContent ?? "")
+    )
+    expect(info.map((text) => text.split(" · ").at(-1))).toEqual(
+      runners.map((runner) => `on ${runner?.host} pid ${runner?.pid}`)
+    )
+    expect(await page.$$(".row[data-taken-over]")).toHaveLength(0)
     expect(await page.$eval("#live", (badge) => badge.textContent)).toBe("")
     await page.screenshot({ path: join(shots, "serve-timeline.png"), fullPage: true })
 
