@@ -130,26 +130,54 @@ export interface SettleOutcome {
 }
 
 /**
- * First half of `agent_settled`, before anything waiting for idle is released. An aborted turn
- * that this process did not abort is the user's Escape: when it stopped an active workflow
- * turn, the run is held as `waiting` (no intent, no automatic turn) until `/workflow resume`.
+ * Pi's quit aborts the model's turn exactly as Escape does and shuts the session down right
+ * after (its dispose: abort, then `session_shutdown`). The Pi adapter waits this long before it
+ * holds a run after an unowned abort: a shutdown within it parks the run as shut down instead,
+ * so a quit mid-step is `parked (shutdown)`, not `held (Escape)`.
  */
-export const classifySettle = (aborted: boolean) =>
+export const QUIT_GRACE_MS = 500
+
+/**
+ * The run an aborted settle would hold: an aborted turn that this process did not abort is the
+ * user's Escape when it stopped an active workflow turn (a running run with its step open).
+ */
+export const escapedRun = (aborted: boolean) =>
   Effect.gen(function* () {
     const session = yield* PiSession
     const engine = yield* Engine
     const systemAborts = yield* (yield* AbortBookkeeping).inFlight
-    if (!aborted || systemAborts.length > 0) return { userHold: false } satisfies SettleOutcome
+    if (!aborted || systemAborts.length > 0) return Option.none<string>()
     const active = yield* engine
       .active(yield* session.sessionId)
       .pipe(Effect.orElseSucceed(() => Option.none()))
     if (Option.isNone(active) || active.value.openRequestId === null || active.value.state !== "running") {
-      return { userHold: false } satisfies SettleOutcome
+      return Option.none<string>()
     }
-    // Park first (stop the runner, release the claim, keep the interrupted node for a rerun),
-    // then pause: with no live claim the run is held as `waiting` at once. A pause alone would
-    // only take effect at the next step boundary, which the stopped step never reaches.
-    const runId = active.value.runId
+    return Option.some(active.value.runId)
+  })
+
+/**
+ * Hold `runId` after Escape, if it still stands at an open step of this session (the grace may
+ * have seen it move on). Park first (stop the runner, release the claim, keep the interrupted node
+ * for a rerun), then pause: with no live claim the run is held as `waiting` at once. A pause
+ * alone would only take effect at the next step boundary, which the stopped step never reaches.
+ * Whether it held.
+ */
+export const holdAfterEscape = (runId: string) =>
+  Effect.gen(function* () {
+    const session = yield* PiSession
+    const engine = yield* Engine
+    const active = yield* engine
+      .active(yield* session.sessionId)
+      .pipe(Effect.orElseSucceed(() => Option.none()))
+    if (
+      Option.isNone(active) ||
+      active.value.runId !== runId ||
+      active.value.openRequestId === null ||
+      active.value.state !== "running"
+    ) {
+      return false
+    }
     yield* guarded(
       "hold after Escape",
       Effect.zipRight(engine.park(runId, USER_HOLD_REASON), engine.pause(runId)).pipe(
@@ -157,7 +185,19 @@ export const classifySettle = (aborted: boolean) =>
         Effect.tap((held) => session.notify(heldAfterEscape(held), "warning"))
       )
     )
-    return { userHold: true } satisfies SettleOutcome
+    return true
+  })
+
+/**
+ * First half of `agent_settled`, before anything waiting for idle is released: the user's Escape
+ * (`escapedRun`) holds the run as `waiting` (no intent, no automatic turn) until
+ * `/workflow resume`. At once: the Pi adapter splits it to wait `QUIT_GRACE_MS` first.
+ */
+export const classifySettle = (aborted: boolean) =>
+  Effect.gen(function* () {
+    const escaped = yield* escapedRun(aborted)
+    if (Option.isNone(escaped)) return { userHold: false } satisfies SettleOutcome
+    return { userHold: yield* holdAfterEscape(escaped.value) } satisfies SettleOutcome
   })
 
 /**

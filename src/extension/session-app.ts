@@ -10,11 +10,18 @@
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
 import type { ExtensionAPI, ExtensionContext } from "@earendil-works/pi-coding-agent"
-import { Cause, Either, Exit, Layer, ManagedRuntime, Option, Logger } from "effect"
+import { Cause, Effect, Either, Exit, Fiber, Layer, ManagedRuntime, Option, Logger } from "effect"
 import { runCommand, type Completion, commandCompletions, parseCommand } from "../app/command.ts"
 import { type AppServices, layer as layerApp } from "../app/layers.ts"
 import type { Reply } from "../app/replies.ts"
-import { afterSettle, classifySettle, onSessionStart, onShutdown } from "../app/session-hooks.ts"
+import {
+  afterSettle,
+  escapedRun,
+  holdAfterEscape,
+  onSessionStart,
+  onShutdown,
+  QUIT_GRACE_MS
+} from "../app/session-hooks.ts"
 import { runTool, decodeToolInput } from "../app/tool.ts"
 import { toolCallTrace } from "../telemetry/turn-traces.ts"
 import { collectWorkflows } from "../app/workflows.ts"
@@ -80,6 +87,8 @@ export const createSessionApp = (pi: ExtensionAPI, settleMark?: SettleMark): Ses
   let app: App | undefined
   let opening: Promise<App> | undefined
   let held = false
+  /** The hold after an unowned abort, waiting out QUIT_GRACE_MS (a quit's shutdown cancels it). */
+  let pendingHold: Fiber.RuntimeFiber<boolean, unknown> | undefined
 
   const notify = (ctx: ExtensionContext, text: string, level: "info" | "warning" | "error") =>
     notifyUser(ctx, text, level)
@@ -207,14 +216,31 @@ export const createSessionApp = (pi: ExtensionAPI, settleMark?: SettleMark): Ses
 
     settled: async (aborted, ctx) => {
       await withApp(ctx, async (runtime) => {
-        const outcome = await runtime.runPromise(classifySettle(aborted))
-        if (outcome.userHold) {
+        const escaped = await runtime.runPromise(escapedRun(aborted))
+        // Nothing automatic follows the abort from here on, whether Escape or quit.
+        if (Option.isSome(escaped)) {
           held = true
           bridge.setUserHold(true)
         }
         // Release what waited for this turn to end only after the hold decision is in place.
         bridge.settled()
         await runtime.runPromise(afterSettle(held, { aborted }))
+        if (Option.isNone(escaped)) return
+        // Pi's quit aborts like Escape, then shuts down at once: the durable hold waits for that
+        // shutdown first (session-hooks.ts QUIT_GRACE_MS), and once begun it completes.
+        pendingHold = runtime.runFork(
+          Effect.delay(Effect.uninterruptible(holdAfterEscape(escaped.value)), QUIT_GRACE_MS).pipe(
+            Effect.tap((holds) =>
+              Effect.sync(() => {
+                // The run moved on meanwhile: nothing is held.
+                if (!holds) {
+                  held = false
+                  bridge.setUserHold(false)
+                }
+              })
+            )
+          )
+        )
       })
     },
 
@@ -224,6 +250,9 @@ export const createSessionApp = (pi: ExtensionAPI, settleMark?: SettleMark): Ses
       const runtime = app ?? (opening === undefined ? undefined : await opening.catch(() => undefined))
       app = undefined
       if (runtime === undefined) return
+      // A quit right after its own abort: no hold; the shutdown parks the run (`parked (shutdown)`).
+      if (pendingHold !== undefined)
+        await runtime.runPromise(Fiber.interrupt(pendingHold)).catch(() => undefined)
       await runtime.runPromise(onShutdown).catch(() => undefined)
       await runtime.dispose()
     }
