@@ -16,7 +16,13 @@ import { createPiSandbox, type PiSandbox } from "../e2e/harness/pi-sandbox.ts"
 import { customContentText, customMessages, sessionEntries } from "../e2e/harness/session-file.ts"
 import { extensionEntry, requestIdIn } from "../e2e/extension/lab.ts"
 
-export const KILL_SCENARIOS = ["selfCancel", "crashAfterStart", "terminalTimeout", "completed"] as const
+export const KILL_SCENARIOS = [
+  "selfCancel",
+  "crashAfterStart",
+  "terminalTimeout",
+  "completed",
+  "waiting"
+] as const
 export type KillScenario = (typeof KILL_SCENARIOS)[number]
 
 /** The terminal successor a run's end owes the model (the run's result or a fallback). */
@@ -68,8 +74,34 @@ const WORKFLOWS: Record<KillScenario, { readonly name: string; readonly source: 
   presentation: ({ result }) => "Greeting ready: " + result.greeting
 }
 `
+  },
+  // The step times out into a waiting checkpoint: its presentation answers the timeout's intent,
+  // the model answers the question, and the run completes with its result.
+  waiting: {
+    name: "review",
+    source: `export default {
+  name: "review",
+  startAt: "review",
+  nodes: {
+    review: { type: "agent", prompt: "Review the patch.", timeoutMs: 600 },
+    ask: { type: "wait", prompt: "The review timed out. Merge anyway?" },
+    merge: { type: "compute", run: () => ({ merged: true }) }
+  },
+  edges: [
+    { from: "review", switch: { on: "$result.outcome", cases: { ok: "merge", timed_out: "ask" } } },
+    { from: "ask", to: "merge" }
+  ],
+  presentation: () => "The patch is merged."
+}
+`
   }
 }
+
+/** The waiting presentation's own words (checkpoint.ts `waitingMessage`). */
+const WAIT_MARKER = "for an answer"
+
+const isWaiting = (details: unknown): boolean =>
+  typeof details === "object" && details !== null && "state" in details && details.state === "waiting"
 
 const lastText = (request: ChatRequest): { readonly role: string; readonly text: string } => {
   const last = request.messages.at(-1)
@@ -86,10 +118,18 @@ const react =
         toolCalls: [{ name: "workflow", arguments: { action: "start", workflow: WORKFLOWS[scenario].name } }]
       }
     }
+    if (role === "user" && text.includes(WAIT_MARKER)) {
+      return {
+        toolCalls: [
+          { name: "workflow", arguments: { action: "answer", requestId: requestIdIn(text), answer: "yes" } }
+        ]
+      }
+    }
     if (role === "user" && text.includes(STEP_MARKER)) {
       if (scenario === "selfCancel")
         return { toolCalls: [{ name: "workflow", arguments: { action: "cancel" } }] }
-      if (scenario === "terminalTimeout") return { text: "Still fixing…", delayMs: 2_000 }
+      if (scenario === "terminalTimeout" || scenario === "waiting")
+        return { text: "Still working…", delayMs: 2_000 }
       return {
         toolCalls: [
           {
@@ -191,7 +231,8 @@ export const KILL_WINDOW_MS: Record<KillScenario, number> = {
   selfCancel: 1_400,
   crashAfterStart: 1_400,
   terminalTimeout: 2_600,
-  completed: 1_600
+  completed: 1_600,
+  waiting: 2_400
 }
 
 export interface KillTrialOptions {
@@ -240,7 +281,9 @@ export const runKillTrial = async (
     const settled = () => {
       const { runs, pendingEligible } = readRuns(dbPath)
       if (pendingEligible > 0 || !runs.every((r) => TERMINAL.has(r.state))) return false
-      const messages = customMessages(file).filter((m) => SUCCESSOR_TYPES.has(m.customType))
+      const messages = customMessages(file).filter(
+        (m) => SUCCESSOR_TYPES.has(m.customType) && !isWaiting(m.details)
+      )
       return runs.every((r) => messages.some((m) => runIdOf(m.details) === r.run_id))
     }
     while (performance.now() < deadline && !settled()) await sleep(50)
@@ -277,7 +320,10 @@ const judge = (input: {
   readonly recoveryMs: number
 }): KillTrialResult => {
   const { runs: rows, pendingEligible } = readRuns(input.dbPath)
-  const successors = customMessages(input.file).filter((m) => SUCCESSOR_TYPES.has(m.customType))
+  const all = customMessages(input.file)
+  // A waiting presentation is not the run's terminal successor; each question is asked once.
+  const successors = all.filter((m) => SUCCESSOR_TYPES.has(m.customType) && !isWaiting(m.details))
+  const questions = all.filter((m) => isWaiting(m.details)).map((m) => customContentText(m))
   const runs = rows.map((row): RunOutcome => {
     const mine = successors.filter((m) => runIdOf(m.details) === row.run_id)
     const texts = new Set(mine.map((m) => customContentText(m)))
@@ -305,6 +351,15 @@ const judge = (input: {
     else if (run.successors === 1 && run.answers === 0) {
       problems.push(["unanswered", `${run.runId}: successor never reached the model`])
     }
+  }
+  for (const question of new Set(questions)) {
+    const copies = questions.filter((q) => q === question).length
+    const asked = input.requests.filter((r) => {
+      const last = lastText(r)
+      return last.role === "user" && last.text === question
+    }).length
+    if (copies > 1) problems.push(["duplicate", `a waiting question ${copies} times in the branch`])
+    if (asked > 1) problems.push(["duplicate", `a waiting question answered by ${asked} model requests`])
   }
   if (owed && runs.length === 0)
     problems.push(["lost", "the start result is in the session but no run exists"])
