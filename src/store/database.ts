@@ -17,16 +17,15 @@ import * as SqlError from "@effect/sql/SqlError"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import Sqlite from "better-sqlite3"
 import { Clock, Context, Duration, Effect, Exit, FiberRef, Layer, Option, Schedule, Scope } from "effect"
+import { CONTROLLER_SCHEMA, migrations } from "./schema.ts"
 import {
-  CONTROLLER_SCHEMA,
   compareVersions,
   knownVersions,
-  migrations,
   newerSchema,
   olderSchema,
   recordedVersions,
   runMigrator
-} from "./schema.ts"
+} from "./schema-versions.ts"
 import {
   asStoreFailure,
   IncompatibleStore,

@@ -12,7 +12,8 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Schema } from "effect"
 import { legacyLaunchFailures } from "./database.ts"
-import { compareVersions, knownVersions, migrations, recordedVersions } from "./schema.ts"
+import { migrations } from "./schema.ts"
+import { compareVersions, knownVersions, recordedVersions } from "./schema-versions.ts"
 import { asStoreFailure, LegacyLaunchNotifications, type StoreFailure, storeFailure } from "./store-errors.ts"
 
 /** Every table of `pi-workflows.controller-store.v1`, on both backends (a fresh store has exactly these). */

@@ -57,14 +57,14 @@ import * as RunStoreSql from "../run-store-sql.ts"
 import type { RunStore } from "../run-store.ts"
 import * as StepReminderStoreSql from "../step-reminder-store-sql.ts"
 import type { StepReminderStore } from "../step-reminder-store.ts"
+import { CONTROLLER_SCHEMA } from "../schema.ts"
 import {
-  CONTROLLER_SCHEMA,
   compareVersions,
   newerSchema,
   olderSchema,
   recordedVersions,
   runMigrator
-} from "../schema.ts"
+} from "../schema-versions.ts"
 import {
   IncompatibleStore,
   isConnectionFailure,

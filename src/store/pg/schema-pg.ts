@@ -15,7 +15,8 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { adoptedEventsPg } from "../run-events-sql.ts"
 import { backfillRunEnds, runEndColumns, stepRunnerColumns } from "../run-rows.ts"
-import { CONTROLLER_SCHEMA, knownVersions, moveSnapshots, stepRemindersTable } from "../schema.ts"
+import { CONTROLLER_SCHEMA, moveSnapshots, stepRemindersTable } from "../schema.ts"
+import { knownVersions } from "../schema-versions.ts"
 
 const T = `TEXT COLLATE "C"`
 const ID = (column: string, nullable = false) =>
