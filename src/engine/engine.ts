@@ -11,13 +11,8 @@ import type { OpenStep } from "../domain/step-reminder.ts"
 import type { ForeignRun } from "../domain/identity.ts"
 import type { StoreFailure } from "../store/store-errors.ts"
 import type { RunOrigin } from "../domain/event-policy.ts"
-import type {
-  AdoptionFacts,
-  ClaimLost,
-  ReservationConflict,
-  RunNotFound,
-  SubmitReceipt
-} from "../store/run-store.ts"
+import type { ClaimLost, ReservationConflict, RunNotFound, SubmitReceipt } from "../store/run-store.ts"
+import type { AdoptionFacts } from "../store/run-events.ts"
 import type { AnswerInput } from "./checkpoint.ts"
 import type {
   AnswerRejected,

@@ -28,14 +28,8 @@ import { clipCodePoints } from "../domain/text.ts"
 import type { CoordinatorService } from "../delivery/coordinator.ts"
 import type { CustomMessage, DeliveryOptions } from "../session/pi-session.ts"
 import type { RunOrigin } from "../domain/event-policy.ts"
-import type {
-  RunError,
-  RunRecord,
-  RunState,
-  RunStoreService,
-  StepOutcome,
-  StepRecord
-} from "../store/run-store.ts"
+import type { RunRecord, RunState, RunStoreService, StepOutcome, StepRecord } from "../store/run-store.ts"
+import type { RunError } from "../store/run-end.ts"
 import type { WaitRecord } from "../store/run-waits.ts"
 import type { NodeResult } from "./definition.ts"
 import type { LoadedWorkflow } from "./validate.ts"

@@ -7,15 +7,8 @@
  */
 import { Deferred, Effect, Ref } from "effect"
 import { duration } from "../domain/text.ts"
-import type {
-  ClaimLost,
-  EndBy,
-  EndKind,
-  RunEnd,
-  RunError,
-  StepOutcome,
-  StepUpdate
-} from "../store/run-store.ts"
+import type { ClaimLost, StepOutcome, StepUpdate } from "../store/run-store.ts"
+import type { EndBy, EndKind, RunEnd, RunError } from "../store/run-end.ts"
 import type { StoreFailure } from "../store/store-errors.ts"
 import type { ActiveRun, RunnerDeps, StopRequest, VisitState } from "./active-run.ts"
 import { decide, type NodeResult } from "./definition.ts"

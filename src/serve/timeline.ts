@@ -12,7 +12,8 @@ import { duration } from "../domain/text.ts"
 import type { TurnIntent } from "../domain/turn-intent.ts"
 import { clip } from "../cli/format.ts"
 import type { LaunchRecord } from "../store/launch-store.ts"
-import type { RunEvent, RunRecord, StepRecord } from "../store/run-store.ts"
+import type { RunRecord, StepRecord } from "../store/run-store.ts"
+import type { RunEvent } from "../store/run-events.ts"
 import type { IntentCursor, Page, StepPage, WaitRow } from "../store/timeline-reads.ts"
 
 /** The longest note, question or answer shown. */

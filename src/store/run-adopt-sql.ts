@@ -15,13 +15,8 @@ import { Clock, Effect, Schema } from "effect"
 import { intentId } from "../domain/identity.ts"
 import type { DatabaseService } from "./database.ts"
 import { insertEvent } from "./run-events-sql.ts"
-import {
-  type AdoptionFacts,
-  ClaimRefused,
-  isTerminal,
-  ReservationConflict,
-  type RunStoreService
-} from "./run-store.ts"
+import { ClaimRefused, isTerminal, ReservationConflict, type RunStoreService } from "./run-store.ts"
+import type { AdoptionFacts } from "./run-events.ts"
 import { clearAnsweredAbort, iso, type RequireRun } from "./run-writes-sql.ts"
 import { asStoreFailure, StoreFailure } from "./store-errors.ts"
 import { decodeIntents } from "./turn-intent-store-sql.ts"

@@ -5,7 +5,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Schema } from "effect"
-import { AdoptionFacts, type RunEvent, RunEventKind } from "./run-store.ts"
+import { AdoptionFacts, type RunEvent, RunEventKind } from "./run-events.ts"
 
 export const RunEventRow = Schema.Struct({
   run_id: Schema.String,

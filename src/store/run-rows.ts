@@ -7,9 +7,6 @@
 import { Option, ParseResult, Schema } from "effect"
 import { Cause } from "../domain/turn-intent.ts"
 import {
-  EndBy,
-  EndKind,
-  RunError,
   type RunRecord,
   type RequestRecord,
   RunState,
@@ -17,6 +14,7 @@ import {
   type StepRecord,
   SubmitReceipt
 } from "./run-store.ts"
+import { EndBy, EndKind, RunError } from "./run-end.ts"
 
 const TERMINAL = "('completed', 'failed', 'timed_out', 'cancelled')"
 

@@ -15,6 +15,8 @@ import type {
   RunNotFound
 } from "./run-errors.ts"
 import type { AnsweredBy, AnswerResult, NewWait, WaitRecord } from "./run-waits.ts"
+import type { RunEnd, RunError } from "./run-end.ts"
+import type { AdoptionFacts, RunEvent, RunEventKind } from "./run-events.ts"
 import type { StoreFailure } from "./store-errors.ts"
 
 export const TerminalRunState = Schema.Literal("completed", "failed", "timed_out", "cancelled")
@@ -26,45 +28,6 @@ export const isTerminal = (state: RunState): state is TerminalRunState =>
 
 export const StepOutcome = Schema.Literal("ok", "timed_out", "failed", "cancelled")
 export type StepOutcome = typeof StepOutcome.Type
-
-/**
- * How a run ended, as facts the ending code states (never read back from a message): completed
- * (its last step), failed (a node failed, or the run stood at a node the loaded workflow lacks),
- * maxSteps (its step budget used up), timedOut (a node's time limit), cancelled (by the agent or
- * the user), launchFailed (activation refused the queued run before any node ran),
- * controllerInterrupted (the workflow controller stopped it).
- */
-export const EndKind = Schema.Literal(
-  "completed",
-  "failed",
-  "maxSteps",
-  "timedOut",
-  "cancelled",
-  "launchFailed",
-  "controllerInterrupted"
-)
-export type EndKind = typeof EndKind.Type
-
-/** Who ended a run: the engine (the run's own course, or a refused launch), the agent, the user, the controller. */
-export const EndBy = Schema.Literal("engine", "agent", "user", "controller")
-export type EndBy = typeof EndBy.Type
-
-/** A run's end: its kind, who ended it, and the node (and attempt) it stood at then. */
-export const RunEnd = Schema.Struct({
-  kind: EndKind,
-  by: EndBy,
-  nodeId: Schema.NullOr(Schema.String),
-  attemptId: Schema.NullOr(Schema.String)
-})
-export type RunEnd = typeof RunEnd.Type
-
-/** Why a run ended badly: the message, the node it happened at, and the node's own error. */
-export const RunError = Schema.Struct({
-  message: Schema.String,
-  nodeId: Schema.NullOr(Schema.String),
-  original: Schema.NullOr(Schema.String)
-})
-export type RunError = typeof RunError.Type
 
 export const SubmitReceipt = Schema.Struct({
   schema: Schema.Literal("pi-workflows.submit-receipt.v1"),
@@ -119,33 +82,6 @@ export interface RunRecord {
   readonly updatedAt: string
   readonly startedAt: string | null
   readonly endedAt: string | null
-}
-
-/** Durable facts about a run beside its state (see `workflow_run_events`). */
-export const RunEventKind = Schema.Literal("guaranteeLost", "presented", "adopted")
-export type RunEventKind = typeof RunEventKind.Type
-
-/**
- * The facts of an adoption (event kind `adopted`): the session the run belonged to, the one it
- * belongs to now, the pending turn intents that moved with it (each old ID and the ID it has
- * under the new session) and how many undelivered notifications followed.
- */
-export const AdoptionFacts = Schema.Struct({
-  fromSessionId: Schema.String,
-  toSessionId: Schema.String,
-  intents: Schema.Array(Schema.Struct({ from: Schema.String, to: Schema.String })),
-  notifications: Schema.Number
-})
-export type AdoptionFacts = typeof AdoptionFacts.Type
-
-export interface RunEvent {
-  readonly runId: string
-  readonly seq: number
-  readonly kind: RunEventKind
-  readonly message: string
-  readonly at: string
-  /** Kind `adopted`: its facts; null for every other kind. */
-  readonly adoption: AdoptionFacts | null
 }
 
 /** What an old runner's claim-loss interruption found when it wrote its provenance. */

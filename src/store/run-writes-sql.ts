@@ -11,7 +11,6 @@ import { type DatabaseService, waitingForLocks } from "./database.ts"
 import { decodeRequests, decodeSteps, decodeToken, toRequest, toStep } from "./run-rows.ts"
 import {
   ClaimLost,
-  type EndKind,
   type Fence,
   isTerminal,
   RequestNotOpen,
@@ -22,6 +21,7 @@ import {
   type Settlement,
   type TerminalRunState
 } from "./run-store.ts"
+import type { EndKind } from "./run-end.ts"
 import { asStoreFailure, type InfraError, StoreFailure } from "./store-errors.ts"
 
 /**

@@ -1,6 +1,7 @@
 /** Stored-run fixtures for the pure terminal modules. */
 import { Option } from "effect"
-import type { EndBy, EndKind, RunEnd, RunRecord, RunState } from "../../src/store/run-store.ts"
+import type { RunRecord, RunState } from "../../src/store/run-store.ts"
+import type { EndBy, EndKind, RunEnd } from "../../src/store/run-end.ts"
 
 /** An end of `kind` by `by` at node "n" (the facts the store keeps; messages never decide). */
 export const ending = (kind: EndKind, by: EndBy = "engine"): { readonly end: RunEnd } => ({

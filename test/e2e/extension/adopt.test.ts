@@ -120,7 +120,11 @@ describe("adopting a run from another session (real Pi)", () => {
     expect(peekRows(db, "workflow_runs")[0]?.claim_token).toBeNull()
     // Pi's quit aborted the step's turn just as Escape would: parked as shut down, not held.
     const parked = peekRows(db, "workflow_runs")[0]
-    expect([parked?.state, parked?.parked_reason, parked?.pause_requested]).toEqual(["running", "shutdown", 0])
+    expect([parked?.state, parked?.parked_reason, parked?.pause_requested]).toEqual([
+      "running",
+      "shutdown",
+      0
+    ])
     const adoptMark = piB.mark()
     await piB.prompt(`/workflow resume ${runId}`)
     await until(() => notices(piB, adoptMark).some((n) => n.startsWith("Adopted run")), "B's adoption notice")
