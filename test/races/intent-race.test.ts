@@ -10,12 +10,11 @@
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { collect, spawnNode } from "../support/node-child.ts"
-import { startBarrier } from "./kit.ts"
+import { raceWorkers } from "./race-workers.ts"
 import { sampleFacts, sampleIntent } from "../support/fixtures.ts"
 import { backend, freshLocation } from "../support/backend.ts"
 import { openStoreAt } from "../support/store.ts"
-import { decodeReport, type WorkerConfig, type WorkerReport } from "./intent-protocol.ts"
+import { decodeReport, type WorkerConfig } from "./intent-protocol.ts"
 import { rowsAt } from "./location.ts"
 import { overlappingClaims } from "./overlap.ts"
 
@@ -31,18 +30,6 @@ const runs = Array.from({ length: SESSIONS * RUNS_PER_SESSION }, (_, i) => ({
   targetSessionId: `race-session-${i % SESSIONS}`
 }))
 const sessions = Array.from({ length: SESSIONS }, (_, i) => `race-session-${i}`)
-
-const parseReports = (worker: string, stdout: string): ReadonlyArray<WorkerReport> =>
-  stdout
-    .split("\n")
-    .filter((line) => line.trim() !== "")
-    .map((line) => {
-      try {
-        return decodeReport(line)
-      } catch {
-        throw new Error(`worker ${worker} printed an unexpected line: ${line}`)
-      }
-    })
 
 describe("cross-process race", () => {
   it.live(
@@ -70,36 +57,20 @@ describe("cross-process race", () => {
             })
           )
 
-          const children = Array.from({ length: WORKERS }, (_, i) => {
-            const config: WorkerConfig = {
+          const configs = Array.from(
+            { length: WORKERS },
+            (_, i): WorkerConfig => ({
               location,
               worker: `w${i}`,
               seed: 1_000 + i,
               durationMs: DURATION_MS,
               runs,
               sessions
-            }
-            const child = spawnNode(WORKER_SCRIPT, [JSON.stringify(config)], process.cwd())
-            return { worker: config.worker, child, result: collect(child) }
-          })
-          yield* Effect.addFinalizer(() =>
-            Effect.sync(() => {
-              for (const { child } of children) if (child.exitCode === null) child.kill("SIGKILL")
             })
           )
           // Start barrier: every process has opened the database before anyone claims.
-          yield* Effect.promise(() => startBarrier(children))
-          const started = performance.now()
-          for (const { child } of children) child.stdin.end("go\n")
-          const results = yield* Effect.promise(() => Promise.all(children.map((c) => c.result)))
-          const elapsedMs = performance.now() - started
+          const { reports, elapsedMs } = yield* raceWorkers(WORKER_SCRIPT, configs, decodeReport)
 
-          const reports = children.flatMap(({ worker }, i) => {
-            const result = results[i]
-            expect(result?.stderr, `stderr of ${worker}`).toBe("")
-            expect(result?.code, `exit code of ${worker}`).toBe(0)
-            return parseReports(worker, result?.stdout ?? "")
-          })
           const errors = reports.filter((r) => r.type === "error")
           const resolvedReports = reports.flatMap((r) => (r.type === "resolved" ? [r] : []))
           const done = reports.flatMap((r) => (r.type === "done" ? [r] : []))

@@ -14,11 +14,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Schema } from "effect"
 import { RunStore } from "../../src/store/run-store.ts"
 import { TurnIntentStore } from "../../src/store/turn-intent-store.ts"
-import { collect, spawnNode } from "../support/node-child.ts"
-import { startBarrier } from "./kit.ts"
+import { raceWorkers } from "./race-workers.ts"
 import { sampleFacts, sampleIntent } from "../support/fixtures.ts"
 import { backend, freshLocation } from "../support/backend.ts"
-import { decodeReport, type WorkerConfig, type WorkerReport } from "./mixed-protocol.ts"
+import { decodeReport, type WorkerConfig } from "./mixed-protocol.ts"
 import { rowsAt, storesAt } from "./location.ts"
 
 const WORKERS = Number(process.env.RACE_WORKERS ?? 4)
@@ -34,18 +33,6 @@ const intentRuns = Array.from({ length: 12 }, (_, i) => ({
   runId: `mixed-intent-run-${i}`,
   targetSessionId: sessions[i % sessions.length] ?? ""
 }))
-
-const parse = (worker: string, stdout: string): ReadonlyArray<WorkerReport> =>
-  stdout
-    .split("\n")
-    .filter((line) => line.trim() !== "")
-    .map((line) => {
-      try {
-        return decodeReport(line)
-      } catch {
-        throw new Error(`worker ${worker} printed an unexpected line: ${line}`)
-      }
-    })
 
 const seed = (location: string) =>
   Effect.scoped(
@@ -91,8 +78,9 @@ describe("cross-process race over runs and intents", () => {
         Effect.gen(function* () {
           const location = yield* freshLocation
           yield* seed(location)
-          const children = Array.from({ length: WORKERS }, (_, i) => {
-            const config: WorkerConfig = {
+          const configs = Array.from(
+            { length: WORKERS },
+            (_, i): WorkerConfig => ({
               location,
               worker: `w${i}`,
               seed: 7_000 + i,
@@ -101,27 +89,11 @@ describe("cross-process race over runs and intents", () => {
               runIds,
               intentRuns,
               sessions
-            }
-            const child = spawnNode(WORKER_SCRIPT, [JSON.stringify(config)], process.cwd())
-            return { worker: config.worker, child, result: collect(child) }
-          })
-          yield* Effect.addFinalizer(() =>
-            Effect.sync(() => {
-              for (const { child } of children) if (child.exitCode === null) child.kill("SIGKILL")
             })
           )
-          yield* Effect.promise(() => startBarrier(children))
-          const started = performance.now()
-          for (const { child } of children) child.stdin.end("go\n")
-          const results = yield* Effect.promise(() => Promise.all(children.map((c) => c.result)))
-          const seconds = (performance.now() - started) / 1_000
+          const { reports, elapsedMs } = yield* raceWorkers(WORKER_SCRIPT, configs, decodeReport)
+          const seconds = elapsedMs / 1_000
 
-          const reports = children.flatMap(({ worker }, i) => {
-            const result = results[i]
-            expect(result?.stderr, `stderr of ${worker}`).toBe("")
-            expect(result?.code, `exit code of ${worker}`).toBe(0)
-            return parse(worker, result?.stdout ?? "")
-          })
           const done = reports.flatMap((r) => (r.type === "done" ? [r] : []))
           expect(done).toHaveLength(WORKERS)
           const totals: Record<string, number> = {}

@@ -11,8 +11,7 @@ import { Effect, Schema } from "effect"
 import { RunStore } from "../../src/store/run-store.ts"
 import { newRun } from "../cli/cli-support.ts"
 import { backend, freshLocation } from "../support/backend.ts"
-import { collect, spawnNode } from "../support/node-child.ts"
-import { startBarrier } from "./kit.ts"
+import { raceWorkers } from "./race-workers.ts"
 import { rowsAt, storesAt } from "./location.ts"
 import { decodeWaitReport, type WaitWorkerConfig, type WaitWorkerReport } from "./wait-protocol.ts"
 
@@ -46,18 +45,6 @@ const seed = (location: string) =>
     }
   }).pipe(Effect.provide(storesAt(location)), Effect.scoped)
 
-const reportsOf = (worker: string, stdout: string): ReadonlyArray<WaitWorkerReport> =>
-  stdout
-    .split("\n")
-    .filter((line) => line.trim() !== "")
-    .map((line) => {
-      try {
-        return decodeWaitReport(line)
-      } catch {
-        throw new Error(`worker ${worker} printed an unexpected line: ${line}`)
-      }
-    })
-
 describe("cross-process answer race", () => {
   it.live(
     `${WORKERS} processes answer ${WAITS} waits (${backend}): one winner each, stored as won, the rest refused`,
@@ -66,30 +53,17 @@ describe("cross-process answer race", () => {
         Effect.gen(function* () {
           const location = yield* freshLocation
           yield* seed(location)
-          const children = Array.from({ length: WORKERS }, (_, i) => {
-            const config: WaitWorkerConfig = {
+          const configs = Array.from(
+            { length: WORKERS },
+            (_, i): WaitWorkerConfig => ({
               location,
               worker: `w${i}`,
               seed: 7_000 + i,
               waits,
               expires: i === 0
-            }
-            const child = spawnNode(WORKER_SCRIPT, [JSON.stringify(config)], process.cwd())
-            return { worker: config.worker, child, result: collect(child) }
-          })
-          yield* Effect.addFinalizer(() =>
-            Effect.sync(() => {
-              for (const { child } of children) if (child.exitCode === null) child.kill("SIGKILL")
             })
           )
-          yield* Effect.promise(() => startBarrier(children))
-          for (const { child } of children) child.stdin.end("go\n")
-          const results = yield* Effect.promise(() => Promise.all(children.map((c) => c.result)))
-          const reports = children.flatMap(({ worker }, i) => {
-            expect(results[i]?.stderr, `stderr of ${worker}`).toBe("")
-            expect(results[i]?.code, `exit code of ${worker}`).toBe(0)
-            return reportsOf(worker, results[i]?.stdout ?? "")
-          })
+          const { reports } = yield* raceWorkers(WORKER_SCRIPT, configs, decodeWaitReport)
           expect(reports.filter((r) => r.type === "error")).toEqual([])
           expect(reports.filter((r) => r.type === "done")).toHaveLength(WORKERS)
 
