@@ -54,7 +54,14 @@ const twoSteps = {
   nodes: { ask: agentFlow("two", 600_000).nodes.ask, again: { type: "agent", prompt: "again" } },
   edges: [{ from: "ask", to: "again" }]
 }
-const WORKFLOWS = [agentFlow("patient", 600_000), agentFlow("slow", 600), twoSteps, crash]
+/** A waiting checkpoint, then a compute node: the answer resumes the run to its end. */
+const question = {
+  name: "question",
+  startAt: "ask",
+  nodes: { ask: { type: "wait", prompt: "Which colour?" }, use: { type: "compute", run: () => "used" } },
+  edges: [{ from: "ask", to: "use" }]
+}
+const WORKFLOWS = [agentFlow("patient", 600_000), agentFlow("slow", 600), twoSteps, crash, question]
 
 const buildApp = (filename: string, engine: { readonly leaseMs: number; readonly renewEveryMs: number }) =>
   Layer.build(
@@ -112,6 +119,9 @@ const startAtStep = (app: App, workflow: string) =>
     yield* until(fake.branch, (b) => b.some((m) => m.customType === STEP), "the step prompt")
     return run.runId
   })
+
+const isWaiting = (details: unknown): boolean =>
+  typeof details === "object" && details !== null && "state" in details && details.state === "waiting"
 
 const tool = (app: App, input: Parameters<typeof runTool>[0]) => runTool(input).pipe(Effect.provide(app))
 const command = (app: App, input: Parameters<typeof runCommand>[0]) =>
@@ -249,8 +259,8 @@ const interruption = (path: Path, endState: string, fault: FaultCase) =>
     failPrompts = false
   }).pipe(Effect.scoped, Logger.withMinimumLogLevel(LogLevel.None))
 
-type Action = "submit" | "cancel" | "pause" | "resume" | "start" | "recovery"
-const ACTIONS: ReadonlyArray<Action> = ["submit", "cancel", "pause", "resume", "start", "recovery"]
+type Action = "submit" | "cancel" | "pause" | "resume" | "start" | "recovery" | "answer"
+const ACTIONS: ReadonlyArray<Action> = ["submit", "cancel", "pause", "resume", "start", "recovery", "answer"]
 
 const action = (name: Action, fault: FaultCase) =>
   Effect.gen(function* () {
@@ -328,6 +338,28 @@ const action = (name: Action, fault: FaultCase) =>
         yield* Effect.orDie(ctx(a, Engine).activate("s1"))
         // A tool-started run that fails owes its terminal turn: exactly one.
         return yield* judge(a, runs[0]?.runId ?? "", "failed", 1)
+      }
+      case "answer": {
+        const started = yield* Effect.orDie(
+          ctx(a, Engine).start({ workflow: "question", input: {}, sessionId: "s1", origin: "tool" })
+        )
+        yield* Effect.orDie(ctx(a, Engine).activate("s1"))
+        const asked = yield* until(
+          fake.branch,
+          (b) => b.some((m) => isWaiting(m.details)),
+          "the waiting presentation"
+        )
+        const details = asked.find((m) => isWaiting(m.details))?.details
+        const requestId =
+          typeof details === "object" && details !== null && "requestId" in details
+            ? String(details.requestId)
+            : ""
+        yield* underFault(tool(a, { _tag: "answer", requestId, answer: "blue" }))
+        yield* fake.settle()
+        // The answer counted once: the run completed with it, and its end owes one presentation.
+        yield* judge(a, started.runId, "completed", 1)
+        const result = yield* Effect.orDie(ctx(a, RunStore).get(started.runId))
+        return expect(result._tag === "Some" && result.value.state).toBe("completed")
       }
       case "recovery": {
         const started = yield* Effect.orDie(
