@@ -31,6 +31,7 @@ export const POSTGRES_SUITES = [
   "test/terminal/terminal-list.test.ts",
   "test/app/claim-transfer.test.ts",
   "test/app/adoption.test.ts",
+  "test/app/cross-cancel.test.ts",
   "test/app/restart.test.ts",
   "test/terminal/restart-app.test.ts",
   "test/cli/cli-pg.test.ts",

@@ -177,10 +177,10 @@ export const runCommand = (input: CommandInput): Effect.Effect<CommandReply, nev
           active.value.runId === runId &&
           active.value.openRequestId !== null &&
           !(yield* session.isIdle)
+        // The runner stops that turn once the cancel is stored (transitions.ts, the direct
+        // cancel's `stopsTurn`): the settle that follows finds no run to hold, and no successor
+        // turn is owed (the user is at the keyboard). A cancel from another process does the same.
         const cancelled = yield* engine.cancel(runId, { by: "user" })
-        // Abort only after the cancel is stored: the settle that follows then finds no active
-        // run to hold, and no successor turn is owed (the user is at the keyboard).
-        if (stepTurn) yield* session.abort
         // A cancelled run is no longer held: fallbacks and launches may continue.
         const text = stepTurn ? cancelledWithTurn(cancelled) : `Cancelled ${describeRun(cancelled)}`
         return reply(ok(`${text}${ownerNote(cancelled, sessionId)}`), { releaseHold: true })

@@ -105,7 +105,16 @@ export type SourceEvent =
       readonly cancelledBy?: "agent" | "user"
     }
   /** Direct `/workflow cancel`, pause, user Escape / hold, session shutdown. */
-  | { readonly _tag: "Quiet"; readonly run: RunRef | null; readonly kind: QuietKind }
+  | {
+      readonly _tag: "Quiet"
+      readonly run: RunRef | null
+      readonly kind: QuietKind
+      /**
+       * A direct cancel that the run's runner took while the model worked on its step (the
+       * cancel may have come from another process): that turn stops, and no turn follows.
+       */
+      readonly stopsTurn?: true
+    }
 
 /*
  * The event policy as data: for each source event, whether a turn intent is created, whether it
@@ -210,7 +219,9 @@ export const decide = (event: SourceEvent): PolicyDecision => {
         refreshFacts: true
       }
     case "Quiet":
-      return { _tag: "NoIntent", why: `${event.kind} never causes an automatic model turn` }
+      return event.stopsTurn === true && event.kind === "directCancel"
+        ? { _tag: "AbortOnly", why: DIRECT_CANCEL }
+        : { _tag: "NoIntent", why: `${event.kind} never causes an automatic model turn` }
   }
 }
 

@@ -169,8 +169,15 @@ export const onStop = Effect.fn("Runner.stop")(function* (
         }
       })
       // A direct cancel is quiet; an earlier system abort of this run still gets its successor.
+      // The model's turn on the step stops too, wherever the cancel came from (after the end is
+      // stored, so that settle finds no run to hold).
       if (stop.by === "user")
-        yield* deps.events.publish({ _tag: "Quiet", run: run.ref, kind: "directCancel" })
+        yield* deps.events.publish({
+          _tag: "Quiet",
+          run: run.ref,
+          kind: "directCancel",
+          ...(activeTurn ? { stopsTurn: true as const } : {})
+        })
       yield* terminal(deps, run, ended, "cancelled", reason)
       return null
     }

@@ -83,6 +83,18 @@ export const make = (
           yield* Effect.logInfo(`workflow run ${runId}: turn stopped, no intent (${decision.why})`)
           return NO_INTENT
         }
+        // A direct cancel taken by the runner mid-step: stop the turn still working on it (the
+        // session's own, when it is running one), owe nothing.
+        if (decision._tag === "AbortOnly" && event._tag === "Quiet" && event.run !== null) {
+          const { runId } = event.run
+          if (!(yield* (yield* PiSession).isIdle)) {
+            yield* abortWithoutIntent(`no-intent:${runId}:${event.kind}`).pipe(
+              Effect.withSpan("Interruptions.abortWithoutIntent")
+            )
+            yield* Effect.logInfo(`workflow run ${runId}: turn stopped, no intent (${decision.why})`)
+          }
+          return NO_INTENT
+        }
         if (request === null || decision._tag !== "Intent") return NO_INTENT
         if (decision.abortTurn) {
           const outcome = yield* abortActiveTurn(request, { persistTimeoutMs }).pipe(
