@@ -100,4 +100,12 @@ describe("event policy", () => {
     expect(decide({ _tag: "Quiet", run: run(), kind })._tag).toBe("NoIntent")
     expect(decide({ _tag: "Quiet", run: null, kind })._tag).toBe("NoIntent")
   })
+
+  it("a direct cancel taken mid-step stops that turn and still owes nothing; no other quiet kind does", () => {
+    expect(decide({ _tag: "Quiet", run: run(), kind: "directCancel", stopsTurn: true })._tag).toBe(
+      "AbortOnly"
+    )
+    for (const kind of ["pause", "userHold", "shutdown"] as const)
+      expect(decide({ _tag: "Quiet", run: run(), kind, stopsTurn: true })._tag).toBe("NoIntent")
+  })
 })
