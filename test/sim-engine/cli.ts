@@ -1,10 +1,11 @@
 /**
- * `npm run sim:engine -- --runs N [--from S] [--jobs J] [--seed S --verbose]`
+ * `npm run sim:engine -- --runs N [--from S] [--jobs J] [--waits] [--seed S --verbose]`
  *
  * Engine simulation: schedules over the real application graph (engine, both stores behind
  * faults, the successor-turn core) with two processes, crashes, shutdowns and restarts. Prints
  * each failing seed with its replay command, schedules per second and one summary line with the
- * violations by kind; exits 1 on any violation. `--jobs J` runs the range in J worker processes.
+ * violations by kind; exits 1 on any violation. `--jobs J` runs the range in J worker processes;
+ * `--waits` generates schedules with waiting checkpoints (other schedules for the same seeds).
  */
 import { cliFlags } from "../support/cli-flags.ts"
 import { emitResult, runWorkers, seedsOf } from "../support/seed-pool.ts"
@@ -25,16 +26,17 @@ const single = flag("seed")
 const range = { from: count("from", 1), runs: count("runs", 200) }
 const jobs = Math.max(1, count("jobs", 1))
 const worker = flag("worker") === undefined ? null : { index: count("worker", 0), jobs }
+const options = { waits: args.includes("--waits") }
 
 if (single !== undefined) {
-  const result = await runEngineSeed(count("seed", 0))
+  const result = await runEngineSeed(count("seed", 0), options)
   if (args.includes("--verbose")) for (const line of result.trace) console.log(line)
   console.log(JSON.stringify(result.stats))
   for (const v of result.violations) console.log(`violation: ${v}`)
   if (result.violations.length > 0) process.exitCode = 1
 } else if (worker !== null) {
   for (const seed of seedsOf(range, worker)) {
-    const { violations, stats } = await runEngineSeed(seed)
+    const { violations, stats } = await runEngineSeed(seed, options)
     emitResult({ seed, violations, stats } satisfies SeedOutcome)
   }
 } else {
@@ -53,11 +55,13 @@ if (single !== undefined) {
     if (result.violations.length > 0) {
       failing.push(result.seed)
       console.log(`seed ${result.seed}: ${result.violations.join("; ")}`)
-      console.log(`  replay: npm run sim:engine -- --seed ${result.seed} --verbose`)
+      console.log(
+        `  replay: npm run sim:engine -- --seed ${result.seed}${options.waits ? " --waits" : ""} --verbose`
+      )
     }
   }
   if (jobs === 1) {
-    for (const seed of seedsOf(range, null)) collect({ ...(await runEngineSeed(seed)), seed })
+    for (const seed of seedsOf(range, null)) collect({ ...(await runEngineSeed(seed, options)), seed })
   } else {
     const { failedWorkers } = await runWorkers(import.meta.url, args, jobs, (value) => {
       if (isOutcome(value)) collect(value)

@@ -17,7 +17,7 @@ import * as StoreFaults from "../../src/testing/store-faults.ts"
 import type { ProcessClock } from "../sim/sim-clock.ts"
 import { withTimings } from "../support/timing.ts"
 import type { FaultKind, Proc } from "./schedule.ts"
-import { WORKFLOWS } from "./workflows.ts"
+import { WAIT_WORKFLOWS, WORKFLOWS } from "./workflows.ts"
 
 export const SESSION = "sim-session"
 export const LEASE_MS = 30_000
@@ -66,7 +66,7 @@ export const appLayer = (options: {
       Layer.provide(App.layerStores({ filename: options.filename, busyTimeoutMs: 50 }))
     ),
     {
-      workflows: options.workflows ?? WORKFLOWS,
+      workflows: options.workflows ?? [...WORKFLOWS, ...WAIT_WORKFLOWS],
       core: { coordinator: { token: options.token } },
       engine: { leaseMs: RUN_LEASE_MS, renewEveryMs: RUN_LEASE_MS / 3 },
       crashPoints: options.crashPoints

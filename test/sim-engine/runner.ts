@@ -13,7 +13,9 @@
  * 5. every ended run has exactly one terminal successor in the branch (its presentation or one
  *    fallback), but a direct user cancel; no run has two;
  * 6. no run left claimed past its lease (no run owned by a dead process);
- * 7. no fallback was sent during shutdown or user hold.
+ * 7. no fallback was sent during shutdown or user hold;
+ * 8–9. no step reminder then either, at most 2 per attempt;
+ * 10. with waiting checkpoints (`waits`): each question at most once in the branch.
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -72,6 +74,9 @@ const readDb = (filename: string) => {
       intents: Schema.decodeUnknownSync(Schema.Array(IntentRow))(
         db.prepare("SELECT * FROM workflow_turn_intents ORDER BY requested_at, intent_id").all()
       ),
+      answers: Number(
+        db.prepare("SELECT count(*) FROM workflow_waits WHERE answered_by IS NOT NULL").pluck().get()
+      ),
       runs: Schema.decodeUnknownSync(Schema.Array(RunRow))(
         db
           .prepare(
@@ -87,6 +92,8 @@ const readDb = (filename: string) => {
 
 export interface EngineSimOptions {
   readonly mutation?: Mutation
+  /** Schedules with waiting checkpoints (`generate`'s `waits`). */
+  readonly waits?: boolean
   /** Wall-clock time after which a schedule that has not finished is reported as hung. */
   readonly hangAfterMs?: number
 }
@@ -167,7 +174,7 @@ export const runEngineSchedule = async (
       }
     }
     const { branch, sends, now, rounds } = exit.value
-    const { intents, runs } = readDb(filename)
+    const { intents, runs, answers } = readDb(filename)
     const violations: Array<string> = []
     const short = (id: string) => id.slice(-10)
     for (const send of sends) {
@@ -246,10 +253,14 @@ export const runEngineSchedule = async (
         }
       }
     }
-    // 5. one terminal successor per ended run (none after a direct user cancel)
+    // 5. one terminal successor per ended run (none after a direct user cancel); a waiting
+    // presentation asks a question and is not one
     for (const run of runs) {
       const successors = branch.filter(
-        (m) => SUCCESSOR_TYPES.has(m.customType) && field(m.details, "runId") === run.run_id
+        (m) =>
+          SUCCESSOR_TYPES.has(m.customType) &&
+          field(m.details, "runId") === run.run_id &&
+          field(m.details, "state") !== "waiting"
       )
       // A direct user cancel is quiet; the agent's cancel, with or without a workflow turn to
       // stop, owes the run's terminal turn. Runs the user started with `/workflow start` get
@@ -275,6 +286,15 @@ export const runEngineSchedule = async (
         violations.push(`reminder sent at step ${s.step} during ${s.shuttingDown ? "shutdown" : "user hold"}`)
       }
     }
+    // 10. each waiting question at most once in the branch
+    const questions = new Map<string, number>()
+    for (const m of branch) {
+      if (field(m.details, "state") !== "waiting") continue
+      const request = field(m.details, "requestId") ?? "?"
+      questions.set(request, (questions.get(request) ?? 0) + 1)
+    }
+    for (const [request, count] of questions)
+      if (count > 1) violations.push(`request ${short(request)}: the question ${count} times in the branch`)
     // 9. at most 2 step reminders per step attempt, each ordinal once (duplicates count as such)
     const reminders = new Map<string, Array<string>>()
     for (const m of branch) {
@@ -304,6 +324,8 @@ export const runEngineSchedule = async (
           .length,
         sends: sends.length,
         reminders: [...reminders.values()].reduce((n, o) => n + o.length, 0),
+        questions: questions.size,
+        answers,
         drainRounds: rounds
       }
     }
@@ -318,11 +340,12 @@ export type ViolationKind = (typeof VIOLATION_KINDS)[number]
 
 /** Classify one violation line by the invariant that produced it (the texts above). */
 export const violationKind = (violation: string): ViolationKind => {
-  if (/messages in the branch|pending intents|terminal messages/.test(violation)) return "duplicate"
+  if (/messages in the branch|pending intents|terminal messages|times in the branch/.test(violation))
+    return "duplicate"
   if (/never delivered|never heard of it|the branch holds nothing/.test(violation)) return "lost"
   if (/pending and ineligible|still claimed past its lease/.test(violation)) return "stuck"
   return "other"
 }
 
 export const runEngineSeed = (seed: number, options: EngineSimOptions = {}) =>
-  runEngineSchedule(generate(seed), options)
+  runEngineSchedule(generate(seed, undefined, { waits: options.waits === true }), options)

@@ -3,7 +3,7 @@
  * the operating system do, step by step. `generate(seed)` is pure, so a seed replays exactly.
  */
 import { makePrng } from "../sim/prng.ts"
-import { WORKFLOW_NAMES, type WorkflowName } from "./workflows.ts"
+import { WAIT_WORKFLOW_NAMES, WORKFLOW_NAMES, type WorkflowName } from "./workflows.ts"
 
 export type Proc = 0 | 1
 export type FaultKind = "busy" | "readonly" | "throw"
@@ -31,6 +31,8 @@ export type Step =
   | { readonly _tag: "Shutdown" }
   | { readonly _tag: "Fault"; readonly proc: Proc; readonly kind: FaultKind }
   | { readonly _tag: "Heal"; readonly proc: Proc }
+  /** The newest waiting question is answered: by the model in its turn, or by the user. */
+  | { readonly _tag: "Answer"; readonly proc: Proc; readonly by: "agent" | "user" }
 
 export interface Schedule {
   readonly seed: number
@@ -39,7 +41,17 @@ export interface Schedule {
   readonly steps: ReadonlyArray<Step>
 }
 
-export const generate = (seed: number, length?: number): Schedule => {
+/**
+ * `waits`: also waiting checkpoints (their workflows and answers). Without it a seed's schedule
+ * is what it always was: the extra choices only exist when asked for.
+ */
+export const generate = (
+  seed: number,
+  length?: number,
+  options: { readonly waits?: boolean } = {}
+): Schedule => {
+  const waits = options.waits === true
+  const names = waits ? [...WORKFLOW_NAMES, ...WAIT_WORKFLOW_NAMES] : WORKFLOW_NAMES
   const rng = makePrng(seed)
   const twoProcs = rng.bool(0.5)
   const count = length ?? rng.int(20, 60)
@@ -60,12 +72,13 @@ export const generate = (seed: number, length?: number): Schedule => {
       ["Start", 6],
       ["Shutdown", 1],
       ["Fault", 2],
-      ["Heal", 3]
+      ["Heal", 3],
+      ...(waits ? ([["Answer", 6]] as const) : [])
     ])
     switch (tag) {
       case "ToolStart":
       case "UserStart":
-        steps.push({ _tag: tag, proc: proc(), workflow: rng.pick(WORKFLOW_NAMES) })
+        steps.push({ _tag: tag, proc: proc(), workflow: rng.pick(names) })
         break
       case "ModelSubmit":
       case "ModelCancel":
@@ -81,6 +94,9 @@ export const generate = (seed: number, length?: number): Schedule => {
         break
       case "Advance":
         steps.push({ _tag: tag, ms: rng.pick([200, 1_000, 5_000, 12_000, 31_000, 65_000]) })
+        break
+      case "Answer":
+        steps.push({ _tag: tag, proc: proc(), by: rng.bool(0.5) ? "agent" : "user" })
         break
       default:
         steps.push({ _tag: tag })

@@ -1,6 +1,7 @@
 /**
  * The engine simulation's quick batch (the long run: `npm run sim:engine -- --runs N`):
- * seeded schedules over the real application graph must keep every invariant, and a world that
+ * seeded schedules over the real application graph (also with waiting checkpoints) must keep
+ * every invariant, and a world that
  * deliberately breaks delivery must be caught, so the checker itself can fail.
  */
 import { describe, expect, it } from "vitest"
@@ -16,6 +17,22 @@ describe("engine simulation", () => {
       if (result.violations.length > 0) failures.push(`seed ${seed}: ${result.violations.join("; ")}`)
     }
     expect(failures).toEqual([])
+  }, 120_000)
+
+  it("40 schedules with waiting checkpoints (questions, answers by the model and the user): no violation, and questions were asked and answered", async () => {
+    const failures: Array<string> = []
+    let questions = 0
+    let answers = 0
+    for (let seed = 1; seed <= 40; seed++) {
+      const result = await runEngineSeed(seed, { waits: true })
+      questions += result.stats.questions ?? 0
+      answers += result.stats.answers ?? 0
+      if (result.violations.length > 0) failures.push(`seed ${seed}: ${result.violations.join("; ")}`)
+    }
+    expect(failures).toEqual([])
+    // Not vacuous: the schedules reached the checkpoints and got past some of them.
+    expect(questions).toBeGreaterThan(3)
+    expect(answers).toBeGreaterThan(0)
   }, 120_000)
 
   it("two live processes on one session: a completed run gets one terminal message (seeds 57, 66)", async () => {

@@ -56,5 +56,36 @@ export const WORKFLOWS = [
   }
 ] as const
 
-export type WorkflowName = (typeof WORKFLOWS)[number]["name"]
+/**
+ * Waiting checkpoints, picked only by schedules generated with `waits` (the list above and its
+ * names stay as they are: every replayed seed depends on them): a step that times out into a
+ * question, and a question first.
+ */
+export const WAIT_WORKFLOWS = [
+  {
+    name: "asked",
+    startAt: "review",
+    nodes: {
+      review: { type: "agent", prompt: "Review.", timeoutMs: STEP_TIMEOUT_MS },
+      ask: { type: "wait", prompt: "The review timed out. Merge anyway?" },
+      merge: { type: "compute", run: () => ({ merged: true }) }
+    },
+    edges: [
+      { from: "review", switch: { on: "$result.outcome", cases: { ok: "merge", timed_out: "ask" } } },
+      { from: "ask", to: "merge" }
+    ]
+  },
+  {
+    name: "gate",
+    startAt: "ask",
+    nodes: {
+      ask: { type: "wait", prompt: "Go ahead?", timeoutMs: 60_000 },
+      go: { type: "agent", prompt: "Go ahead now.", timeoutMs: null }
+    },
+    edges: [{ from: "ask", to: "go" }]
+  }
+] as const
+
+export type WorkflowName = (typeof WORKFLOWS)[number]["name"] | (typeof WAIT_WORKFLOWS)[number]["name"]
 export const WORKFLOW_NAMES: ReadonlyArray<WorkflowName> = WORKFLOWS.map((w) => w.name)
+export const WAIT_WORKFLOW_NAMES: ReadonlyArray<WorkflowName> = WAIT_WORKFLOWS.map((w) => w.name)

@@ -230,6 +230,25 @@ export const makeWorld = (
     const newestStep = Effect.map(fake.branch, (branch) =>
       branch.filter((m) => m.customType === "pi-workflows-agent-step").at(-1)
     )
+    /** The newest waiting presentation's run and request (the question the model and user see). */
+    const newestQuestion = Effect.map(fake.branch, (branch) => {
+      const details = branch
+        .filter(
+          (m) =>
+            typeof m.details === "object" &&
+            m.details !== null &&
+            "state" in m.details &&
+            m.details.state === "waiting"
+        )
+        .at(-1)?.details
+      const get = (key: string) =>
+        typeof details === "object" && details !== null && key in details
+          ? Reflect.get(details, key)
+          : undefined
+      const runId = get("runId")
+      const requestId = get("requestId")
+      return typeof runId === "string" && typeof requestId === "string" ? { runId, requestId } : null
+    })
 
     const execute = (s: Step, index: number) =>
       Effect.gen(function* () {
@@ -356,6 +375,24 @@ export const makeWorld = (
           case "Heal":
             if (proc !== null) proc.fault = null
             return
+          case "Answer": {
+            const question = yield* newestQuestion
+            if (proc === null || question === null) return
+            if (s.by === "agent") {
+              // The model answers in its turn; the user answers whenever.
+              if (phase !== "busy") return
+              yield* within(
+                proc,
+                provide(proc, runTool({ _tag: "answer", requestId: question.requestId, answer: "yes" }))
+              )
+              return
+            }
+            yield* within(
+              proc,
+              provide(proc, runCommand({ _tag: "answer", runId: question.runId, text: "yes" }))
+            )
+            return
+          }
         }
       })
 
