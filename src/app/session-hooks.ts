@@ -137,23 +137,26 @@ export interface SettleOutcome {
  */
 export const QUIT_GRACE_MS = 500
 
+/** The session's run standing at an open agent step (a running run with its request open). */
+const runAtOpenStep = Effect.gen(function* () {
+  const session = yield* PiSession
+  const active = yield* (yield* Engine)
+    .active(yield* session.sessionId)
+    .pipe(Effect.orElseSucceed(() => Option.none()))
+  return Option.filterMap(active, (run) =>
+    run.openRequestId !== null && run.state === "running" ? Option.some(run.runId) : Option.none()
+  )
+})
+
 /**
  * The run an aborted settle would hold: an aborted turn that this process did not abort is the
- * user's Escape when it stopped an active workflow turn (a running run with its step open).
+ * user's Escape when it stopped an active workflow turn (`runAtOpenStep`).
  */
 export const escapedRun = (aborted: boolean) =>
   Effect.gen(function* () {
-    const session = yield* PiSession
-    const engine = yield* Engine
     const systemAborts = yield* (yield* AbortBookkeeping).inFlight
     if (!aborted || systemAborts.length > 0) return Option.none<string>()
-    const active = yield* engine
-      .active(yield* session.sessionId)
-      .pipe(Effect.orElseSucceed(() => Option.none()))
-    if (Option.isNone(active) || active.value.openRequestId === null || active.value.state !== "running") {
-      return Option.none<string>()
-    }
-    return Option.some(active.value.runId)
+    return yield* runAtOpenStep
   })
 
 /**
@@ -165,19 +168,9 @@ export const escapedRun = (aborted: boolean) =>
  */
 export const holdAfterEscape = (runId: string) =>
   Effect.gen(function* () {
+    if (!Option.contains(yield* runAtOpenStep, runId)) return false
     const session = yield* PiSession
     const engine = yield* Engine
-    const active = yield* engine
-      .active(yield* session.sessionId)
-      .pipe(Effect.orElseSucceed(() => Option.none()))
-    if (
-      Option.isNone(active) ||
-      active.value.runId !== runId ||
-      active.value.openRequestId === null ||
-      active.value.state !== "running"
-    ) {
-      return false
-    }
     yield* guarded(
       "hold after Escape",
       Effect.zipRight(engine.park(runId, USER_HOLD_REASON), engine.pause(runId)).pipe(
