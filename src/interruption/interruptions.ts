@@ -75,20 +75,18 @@ export const make = (
         const decision = decide(event)
         const request = intentRequest(event, decision)
         yield* Effect.annotateCurrentSpan({ event: event._tag, decision: decision._tag })
-        if (decision._tag === "AbortOnly" && event._tag === "ActiveTurnInterrupted") {
+        // A stop that owes nothing: an interruption whose turn has its successor already (or
+        // whose run the user's cancel ended), or a direct cancel the runner took mid-step, which
+        // stops only a turn that still runs (the model may have ended its turn already).
+        if (
+          decision._tag === "AbortOnly" &&
+          (event._tag === "ActiveTurnInterrupted" || event._tag === "Quiet") &&
+          event.run !== null
+        ) {
           const { runId } = event.run
-          yield* abortWithoutIntent(`no-intent:${runId}:${event.provenance.interruption}`).pipe(
-            Effect.withSpan("Interruptions.abortWithoutIntent")
-          )
-          yield* Effect.logInfo(`workflow run ${runId}: turn stopped, no intent (${decision.why})`)
-          return NO_INTENT
-        }
-        // A direct cancel taken by the runner mid-step: stop the turn still working on it (the
-        // session's own, when it is running one), owe nothing.
-        if (decision._tag === "AbortOnly" && event._tag === "Quiet" && event.run !== null) {
-          const { runId } = event.run
-          if (!(yield* (yield* PiSession).isIdle)) {
-            yield* abortWithoutIntent(`no-intent:${runId}:${event.kind}`).pipe(
+          if (event._tag === "ActiveTurnInterrupted" || !(yield* (yield* PiSession).isIdle)) {
+            const which = event._tag === "ActiveTurnInterrupted" ? event.provenance.interruption : event.kind
+            yield* abortWithoutIntent(`no-intent:${runId}:${which}`).pipe(
               Effect.withSpan("Interruptions.abortWithoutIntent")
             )
             yield* Effect.logInfo(`workflow run ${runId}: turn stopped, no intent (${decision.why})`)
