@@ -21,9 +21,9 @@ import { serve } from "./serve.ts"
 import {
   CONDITION_STATES,
   filterState,
-  isConditionState,
+  keptBy,
+  listingFor,
   STATE_CHOICES,
-  STORED_FOR,
   STORED_STATES
 } from "./run-states.ts"
 import { intentsTable, runsTable, runJson, sentFor, showIntent, showRun, stepJson } from "./views.ts"
@@ -161,24 +161,20 @@ const runs = Command.make(
           const session = Option.isSome(args.session)
             ? { targetSessionId: yield* sessionIdOf(args.session.value) }
             : {}
-          const condition = state !== undefined && isConditionState(state) ? state : undefined
-          const stored = state === undefined ? undefined : isConditionState(state) ? STORED_FOR[state] : state
-          // A condition is decided per run (claim expiry against now): the newest runs, filtered.
+          const listing = listingFor(state, args.limit)
           const listed = yield* (yield* RunStore).list({
             ...session,
-            ...(stored === undefined ? {} : { state: stored }),
-            limit: condition !== undefined ? MAX_LIST_LIMIT : args.limit
+            ...(listing.stored === undefined ? {} : { state: listing.stored }),
+            limit: listing.listLimit
           })
           const now = yield* Clock.currentTimeMillis
           const reminders = yield* remindersSent(listed.flatMap((run) => run.currentAttemptId ?? []))
-          const found =
-            condition !== undefined
-              ? listed
-                  .filter(
-                    (run) => conditionKind(runCondition(run, now, sentFor(run, reminders))) === condition
-                  )
-                  .slice(0, args.limit)
-              : listed
+          const found = keptBy(
+            listing,
+            listed,
+            (run) => conditionKind(runCondition(run, now, sentFor(run, reminders))),
+            args.limit
+          )
           if (args.json) return yield* printJson(found.map((run) => runJson(run, now, reminders)))
           yield* Console.log(runsTable(yield* styled(args.wide), found, reminders))
         })

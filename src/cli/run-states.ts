@@ -6,6 +6,7 @@
  */
 import { Schema } from "effect"
 import { RunState } from "../store/run-store.ts"
+import { MAX_LIST_LIMIT } from "../store/turn-intent-store.ts"
 
 export const CONDITION_STATES = ["waiting", "parked", "orphaned", "held", "paused"] as const
 export type ConditionState = (typeof CONDITION_STATES)[number]
@@ -28,3 +29,32 @@ export const STORED_FOR: Partial<Record<ConditionState, RunState>> = {
 /** A filter value: a stored state or a condition; null when it is neither. */
 export const filterState = (value: string): RunState | ConditionState | null =>
   isRunState(value) || isConditionState(value) ? value : null
+
+/**
+ * How a listing applies a filter value: the stored state to list (a condition's own, where it
+ * has one), and for a condition, which is decided per run (claim expiry against now), the newest
+ * MAX_LIST_LIMIT rows to keep those of that condition from.
+ */
+export interface Listing {
+  readonly stored: RunState | undefined
+  readonly condition: ConditionState | undefined
+  readonly listLimit: number
+}
+
+export const listingFor = (state: RunState | ConditionState | undefined, limit: number): Listing =>
+  state === undefined
+    ? { stored: undefined, condition: undefined, listLimit: limit }
+    : isConditionState(state)
+      ? { stored: STORED_FOR[state], condition: state, listLimit: MAX_LIST_LIMIT }
+      : { stored: state, condition: undefined, listLimit: limit }
+
+/** The listed rows a listing keeps: all of them, or the first `limit` of its condition. */
+export const keptBy = <A>(
+  listing: Listing,
+  rows: ReadonlyArray<A>,
+  kindOf: (row: A) => string,
+  limit: number
+): ReadonlyArray<A> =>
+  listing.condition === undefined
+    ? rows
+    : rows.filter((row) => kindOf(row) === listing.condition).slice(0, limit)

@@ -6,14 +6,13 @@
  * API's one output boundary (as `shown` is for the CLI's lines).
  */
 import { Clock, Effect, type Either, Option } from "effect"
-import { isConditionState, STORED_FOR } from "../cli/run-states.ts"
+import { keptBy, listingFor } from "../cli/run-states.ts"
 import { sentFor } from "../cli/views.ts"
 import { redactText } from "../domain/redact.ts"
 import { type LaunchRecord, LaunchStore, RESTART_LIMIT } from "../store/launch-store.ts"
 import { remindersSent } from "../store/operator-reads.ts"
 import type { StoreFailure } from "../store/store-errors.ts"
 import { TimelineReads } from "../store/timeline-reads.ts"
-import { MAX_LIST_LIMIT } from "../store/turn-intent-store.ts"
 import { decide } from "./guard.ts"
 import { PAGE_SCRIPT, PAGE_STYLE, pageHtml } from "./page.ts"
 import { type BadQuery, intentPage, runQuery, type RunsQuery, runsQuery, seqPage } from "./query.ts"
@@ -32,23 +31,18 @@ const refused = (status: number, error: string, headers?: Record<string, string>
 const listRuns = (query: RunsQuery) =>
   Effect.gen(function* () {
     const now = yield* Clock.currentTimeMillis
-    // A condition is decided per run (claim expiry against now): the newest runs, filtered (as `runs --state`).
-    const state = query.state
-    const condition = state !== undefined && isConditionState(state) ? state : undefined
-    const stored = state === undefined || isConditionState(state) ? condition && STORED_FOR[condition] : state
+    // As `runs --state` does it.
+    const listing = listingFor(query.state, query.limit)
     const rows = yield* (yield* TimelineReads).runs({
-      ...(stored === undefined ? {} : { state: stored }),
+      ...(listing.stored === undefined ? {} : { state: listing.stored }),
       ...(query.workflow === undefined ? {} : { workflow: query.workflow }),
       ...(query.session === undefined ? {} : { session: query.session }),
       ...(query.ageMs === undefined ? {} : { createdSince: new Date(now - query.ageMs).toISOString() }),
-      limit: condition === undefined ? query.limit : MAX_LIST_LIMIT
+      limit: listing.listLimit
     })
     const reminders = yield* remindersSent(rows.flatMap((run) => run.currentAttemptId ?? []))
     const views = rows.map((run) => runView(run, now, sentFor(run, reminders)))
-    return {
-      runs:
-        condition === undefined ? views : views.filter((run) => run.kind === condition).slice(0, query.limit)
-    }
+    return { runs: keptBy(listing, views, (run) => run.kind, query.limit) }
   })
 
 const runDetail = (runId: string) =>
