@@ -4,6 +4,7 @@
  * The run row is also the queue entry: claim + lease, park and terminal state live on it, so one
  * conditional statement (or one BEGIN IMMEDIATE transaction) fences every runner write.
  */
+import type * as SqlClient from "@effect/sql/SqlClient"
 import { Option, ParseResult, Schema } from "effect"
 import { Cause } from "../domain/turn-intent.ts"
 import {
@@ -324,6 +325,18 @@ export const toRun = (row: typeof RunRow.Type): RunRecord => ({
   startedAt: row.started_at,
   endedAt: row.ended_at
 })
+
+/** A listing's row bound: at least 1, at most 1,000. */
+export const boundedLimit = (limit: number) => Math.max(1, Math.min(1_000, Math.trunc(limit)))
+
+/** The run record's columns derived from other tables, for a query over `workflow_runs r`. */
+export const derivedRunColumns = (sql: SqlClient.SqlClient) =>
+  sql`(SELECT q.request_id FROM workflow_requests q WHERE q.run_id = r.run_id AND q.state = 'open')
+      AS open_request_id,
+    (SELECT q.request_id FROM workflow_requests q JOIN workflow_waits w ON w.request_id = q.request_id
+      WHERE q.run_id = r.run_id AND q.state = 'open' AND r.state = 'waiting') AS wait_request_id,
+    (SELECT count(*) FROM workflow_steps s WHERE s.run_id = r.run_id AND s.outcome IS NOT NULL)
+      AS step_count`
 
 export const StepRow = Schema.Struct({
   run_id: Schema.String,

@@ -10,7 +10,17 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type * as Statement from "@effect/sql/Statement"
 import { Clock, Effect, Layer, Option } from "effect"
 import { Database, type DatabaseOptions, type OpenError, traced, waitingForLocks } from "./database.ts"
-import { decodeFlags, decodeRequests, decodeRuns, decodeSteps, toRequest, toRun, toStep } from "./run-rows.ts"
+import {
+  boundedLimit,
+  decodeFlags,
+  decodeRequests,
+  decodeRuns,
+  decodeSteps,
+  derivedRunColumns,
+  toRequest,
+  toRun,
+  toStep
+} from "./run-rows.ts"
 import { decodeRunEvents, insertEvent, toRunEvent } from "./run-events-sql.ts"
 import {
   ClaimLost,
@@ -26,19 +36,11 @@ import { makeWaits } from "./run-waits-sql.ts"
 import { iso, makeControlWrites, makeFencedWrites, presentRun } from "./run-writes-sql.ts"
 import { asStoreFailure, StoreFailure } from "./store-errors.ts"
 
-/** A listing's row bound: at least 1, at most 1,000. */
-const boundedLimit = (limit: number) => Math.max(1, Math.min(1_000, Math.trunc(limit)))
-
 const makeRunReads = (sql: SqlClient.SqlClient) => {
   const runsWhere = (where: Statement.Fragment) =>
     sql`SELECT r.*,
         (SELECT sn.snapshot_json FROM workflow_run_snapshots sn WHERE sn.run_id = r.run_id) AS snapshot_json,
-        (SELECT q.request_id FROM workflow_requests q WHERE q.run_id = r.run_id AND q.state = 'open')
-          AS open_request_id,
-        (SELECT q.request_id FROM workflow_requests q JOIN workflow_waits w ON w.request_id = q.request_id
-          WHERE q.run_id = r.run_id AND q.state = 'open' AND r.state = 'waiting') AS wait_request_id,
-        (SELECT count(*) FROM workflow_steps s WHERE s.run_id = r.run_id AND s.outcome IS NOT NULL)
-          AS step_count
+        ${derivedRunColumns(sql)}
       FROM workflow_runs r WHERE ${where}`
 
   const findRun = (runId: string) =>

@@ -9,7 +9,7 @@ import type * as Statement from "@effect/sql/Statement"
 import { Effect, Schema } from "effect"
 import type { TurnIntent } from "../domain/turn-intent.ts"
 import { decodeRunEvents, toRunEvent } from "./run-events-sql.ts"
-import { decodeRuns, decodeSteps, toRun, toStep } from "./run-rows.ts"
+import { boundedLimit, decodeRuns, decodeSteps, derivedRunColumns, toRun, toStep } from "./run-rows.ts"
 import type { RunState, StepRecord } from "./run-store.ts"
 import type { RunEvent } from "./run-events.ts"
 import { asStoreFailure } from "./store-errors.ts"
@@ -84,10 +84,7 @@ const make = (sql: SqlClient.SqlClient) => {
     r.pause_requested, r.cancel_requested, r.parked_reason, r.interruptions, r.abort_cause, r.abort_node_id,
     r.abort_attempt_id, r.abort_interruption, r.abort_pending, r.claim_token, r.claim_expires_at, r.claims,
     r.end_kind, r.end_by, r.end_node_id, r.end_attempt_id, r.created_at, r.updated_at, r.started_at, r.ended_at,
-    (SELECT q.request_id FROM workflow_requests q WHERE q.run_id = r.run_id AND q.state = 'open') AS open_request_id,
-    (SELECT q.request_id FROM workflow_requests q JOIN workflow_waits w ON w.request_id = q.request_id
-      WHERE q.run_id = r.run_id AND q.state = 'open' AND r.state = 'waiting') AS wait_request_id,
-    (SELECT count(*) FROM workflow_steps s WHERE s.run_id = r.run_id AND s.outcome IS NOT NULL) AS step_count`
+    ${derivedRunColumns(sql)}`
 
   const runs = Effect.fn("TimelineReads.runs")(function* (filter: RunFilter) {
     const where = sql.and([
@@ -100,7 +97,7 @@ const make = (sql: SqlClient.SqlClient) => {
       ...(filter.createdSince === undefined ? [] : [sql`r.created_at >= ${filter.createdSince}`]),
       ...(filter.runId === undefined ? [] : [sql`r.run_id = ${filter.runId}`])
     ])
-    const limit = sql.literal(String(Math.max(1, Math.min(1_000, Math.trunc(filter.limit)))))
+    const limit = sql.literal(String(boundedLimit(filter.limit)))
     const rows = yield* sql`SELECT ${runColumns} FROM workflow_runs r WHERE ${where}
       ORDER BY r.created_at DESC, r.run_id DESC LIMIT ${limit}`
     return (yield* decodeRuns(rows)).map(toRun)
