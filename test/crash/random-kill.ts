@@ -15,6 +15,7 @@ import { type PiRpc, startPi } from "../e2e/harness/pi-rpc.ts"
 import { createPiSandbox, type PiSandbox } from "../e2e/harness/pi-sandbox.ts"
 import { customContentText, customMessages, sessionEntries } from "../e2e/harness/session-file.ts"
 import { extensionEntry, requestIdIn } from "../e2e/extension/lab.ts"
+import { waitingQuestion } from "../support/fixtures.ts"
 
 export const KILL_SCENARIOS = [
   "selfCancel",
@@ -100,8 +101,7 @@ const WORKFLOWS: Record<KillScenario, { readonly name: string; readonly source: 
 /** The waiting presentation's own words (checkpoint.ts `waitingMessage`). */
 const WAIT_MARKER = "for an answer"
 
-const isWaiting = (details: unknown): boolean =>
-  typeof details === "object" && details !== null && "state" in details && details.state === "waiting"
+const isWaiting = (details: unknown): boolean => waitingQuestion(details) !== null
 
 const lastText = (request: ChatRequest): { readonly role: string; readonly text: string } => {
   const last = request.messages.at(-1)

@@ -26,6 +26,7 @@ import { until } from "../support/poll.ts"
 import { crashing } from "../support/workflows.ts"
 import { faultLocation, REAL_FAULTS } from "./backend-faults.ts"
 import { NoSyncPass } from "../support/timing.ts"
+import { waitingQuestion } from "../support/fixtures.ts"
 
 const STEP = "pi-workflows-agent-step"
 
@@ -119,9 +120,6 @@ const startAtStep = (app: App, workflow: string) =>
     yield* until(fake.branch, (b) => b.some((m) => m.customType === STEP), "the step prompt")
     return run.runId
   })
-
-const isWaiting = (details: unknown): boolean =>
-  typeof details === "object" && details !== null && "state" in details && details.state === "waiting"
 
 const tool = (app: App, input: Parameters<typeof runTool>[0]) => runTool(input).pipe(Effect.provide(app))
 const command = (app: App, input: Parameters<typeof runCommand>[0]) =>
@@ -345,15 +343,11 @@ const action = (name: Action, fault: FaultCase) =>
         )
         yield* Effect.orDie(ctx(a, Engine).activate("s1"))
         const asked = yield* until(
-          fake.branch,
-          (b) => b.some((m) => isWaiting(m.details)),
+          Effect.map(fake.branch, (b) => b.flatMap((m) => waitingQuestion(m.details) ?? [])),
+          (questions) => questions.length > 0,
           "the waiting presentation"
         )
-        const details = asked.find((m) => isWaiting(m.details))?.details
-        const requestId =
-          typeof details === "object" && details !== null && "requestId" in details
-            ? String(details.requestId)
-            : ""
+        const requestId = asked[0]?.requestId ?? ""
         yield* underFault(tool(a, { _tag: "answer", requestId, answer: "blue" }))
         yield* fake.settle()
         // The answer counted once: the run completed with it, and its end owes one presentation.

@@ -31,6 +31,7 @@ import {
 } from "./process.ts"
 import type { Proc, Step } from "./schedule.ts"
 import { makeSessionView } from "./session-view.ts"
+import { waitingQuestion } from "../support/fixtures.ts"
 
 export {
   type CrashPlan,
@@ -231,24 +232,10 @@ export const makeWorld = (
       branch.filter((m) => m.customType === "pi-workflows-agent-step").at(-1)
     )
     /** The newest waiting presentation's run and request (the question the model and user see). */
-    const newestQuestion = Effect.map(fake.branch, (branch) => {
-      const details = branch
-        .filter(
-          (m) =>
-            typeof m.details === "object" &&
-            m.details !== null &&
-            "state" in m.details &&
-            m.details.state === "waiting"
-        )
-        .at(-1)?.details
-      const get = (key: string) =>
-        typeof details === "object" && details !== null && key in details
-          ? Reflect.get(details, key)
-          : undefined
-      const runId = get("runId")
-      const requestId = get("requestId")
-      return typeof runId === "string" && typeof requestId === "string" ? { runId, requestId } : null
-    })
+    const newestQuestion = Effect.map(
+      fake.branch,
+      (branch) => branch.flatMap((m) => waitingQuestion(m.details) ?? []).at(-1) ?? null
+    )
 
     const execute = (s: Step, index: number) =>
       Effect.gen(function* () {

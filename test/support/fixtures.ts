@@ -46,3 +46,14 @@ export const sampleRun = (runId: string, overrides: Partial<NewRun> = {}): NewRu
   maxSteps: 10,
   ...overrides
 })
+
+/** A waiting presentation's question (its run and request), read from a message's details; null for any other message. */
+export const waitingQuestion = (
+  details: unknown
+): { readonly runId: string; readonly requestId: string } | null => {
+  if (typeof details !== "object" || details === null) return null
+  const [state, runId, requestId] = ["state", "runId", "requestId"].map((key) => Reflect.get(details, key))
+  return state === "waiting" && typeof runId === "string" && typeof requestId === "string"
+    ? { runId, requestId }
+    : null
+}
