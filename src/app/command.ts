@@ -177,10 +177,12 @@ export const runCommand = (input: CommandInput): Effect.Effect<CommandReply, nev
           active.value.runId === runId &&
           active.value.openRequestId !== null &&
           !(yield* session.isIdle)
-        // The runner stops that turn once the cancel is stored (transitions.ts, the direct
-        // cancel's `stopsTurn`): the settle that follows finds no run to hold, and no successor
-        // turn is owed (the user is at the keyboard). A cancel from another process does the same.
+        // Stopped once the cancel is stored, so the settle that follows finds no run to hold, and
+        // no successor turn is owed (the user is at the keyboard): by the runner of a running run
+        // (transitions.ts, the direct cancel's `stopsTurn`; a cancel from another process too),
+        // here for a run at a waiting checkpoint, which has no runner.
         const cancelled = yield* engine.cancel(runId, { by: "user" })
+        if (stepTurn && Option.isSome(active) && active.value.state !== "running") yield* session.abort
         // A cancelled run is no longer held: fallbacks and launches may continue.
         const text = stepTurn ? cancelledWithTurn(cancelled) : `Cancelled ${describeRun(cancelled)}`
         return reply(ok(`${text}${ownerNote(cancelled, sessionId)}`), { releaseHold: true })

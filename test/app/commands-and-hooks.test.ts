@@ -153,6 +153,34 @@ describe("/workflow command", () => {
   )
 })
 
+describe("/workflow cancel of a run at a waiting checkpoint", () => {
+  const question = {
+    name: "question",
+    startAt: "ask",
+    nodes: { ask: { type: "wait", prompt: "Which colour?" }, use: { type: "compute", run: () => "used" } },
+    edges: [{ from: "ask", to: "use" }]
+  }
+
+  it.live("while the model's turn runs (the question in front of it): that turn stops too, and says so", () =>
+    Effect.gen(function* () {
+      const fake = yield* PiSessionFake
+      yield* runCommand({ _tag: "start", workflow: "question", input: null })
+      yield* afterSettle(false)
+      // The question started a turn: the model is working on it (no runner holds a waiting run).
+      yield* eventually(sentOfType(PRESENTATION), (sent) => sent.length === 1)
+      const cancelled = yield* runCommand({ _tag: "cancel", runId: undefined })
+      expect(cancelled.text).toMatch(
+        /^Cancelled run .*The model's turn on its step was stopped too; no new turn follows\.$/
+      )
+      expect(yield* fake.aborts).toBe(1)
+      yield* fake.settle({ aborted: true })
+      expect((yield* classifySettle(true)).userHold).toBe(false)
+      yield* afterSettle(false)
+      expect(yield* intents).toHaveLength(0)
+    }).pipe(Effect.provide(buildApp([question])), Effect.scoped)
+  )
+})
+
 describe("/workflow command on another session's run (the user's authority)", () => {
   it.live("status, pause and cancel act on it and say which session owns it", () =>
     Effect.gen(function* () {
